@@ -1,0 +1,114 @@
+package lvm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ExtendOptions describes an lvextend. At least one field must be set.
+type ExtendOptions struct {
+	// Size is the new size in bytes (absolute, not a delta).
+	Size uint64
+	// Extents is the new size relative to the VG, e.g. PercentOf(90, "VG").
+	Extents Extents
+	// PoolMetadataSize is the new thin pool metadata size in bytes.
+	PoolMetadataSize uint64
+}
+
+// ExtendLV grows an LV of an owned VG (`lvextend`). It never shrinks; asking
+// for the current size succeeds without change. Filesystems are not resized
+// (that is the caller's job: resize2fs / xfs_growfs).
+func (c *Client) ExtendLV(ctx context.Context, vg VG, name string, o ExtendOptions) error {
+	if err := checkOwned(vg); err != nil {
+		return fmt.Errorf("extend LV %s: %w", name, err)
+	}
+	if err := validName(name); err != nil {
+		return fmt.Errorf("extend LV in VG %s: %w", vg.Name, err)
+	}
+	args := []string{"lvextend", "-y"}
+	switch {
+	case o.Size > 0 && o.Extents != "":
+		return fmt.Errorf("extend LV %s/%s: %w: both size and extents", vg.Name, name, ErrInvalidArgument)
+	case o.Size > 0:
+		args = append(args, "-L", sizeArg(o.Size))
+	case o.Extents != "":
+		if !extentsRE.MatchString(string(o.Extents)) {
+			return fmt.Errorf("extend LV %s/%s: %w: extents %q", vg.Name, name, ErrInvalidArgument, o.Extents)
+		}
+		args = append(args, "-l", string(o.Extents))
+	}
+	if o.PoolMetadataSize > 0 {
+		args = append(args, "--poolmetadatasize", sizeArg(o.PoolMetadataSize))
+	}
+	if len(args) == 2 {
+		return fmt.Errorf("extend LV %s/%s: %w: nothing to extend", vg.Name, name, ErrInvalidArgument)
+	}
+	err := c.run(ctx, append(args, vg.Name+"/"+name)...)
+	if errors.Is(err, ErrSizeUnchanged) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("extend LV %s/%s: %w", vg.Name, name, err)
+	}
+	return nil
+}
+
+// RemoveLV removes an LV of an owned VG (`lvremove -y`). Removing a thin
+// pool removes its thin LVs; removing an open LV fails.
+func (c *Client) RemoveLV(ctx context.Context, vg VG, name string) error {
+	if err := checkOwned(vg); err != nil {
+		return fmt.Errorf("remove LV %s: %w", name, err)
+	}
+	if err := validName(name); err != nil {
+		return fmt.Errorf("remove LV in VG %s: %w", vg.Name, err)
+	}
+	if err := c.run(ctx, "lvremove", "-y", vg.Name+"/"+name); err != nil {
+		return fmt.Errorf("remove LV %s/%s: %w", vg.Name, name, err)
+	}
+	return nil
+}
+
+// ActivateOptions describes an lvchange activation.
+type ActivateOptions struct {
+	Active bool
+	// IgnoreSkip activates despite the activation-skip flag (-K), needed
+	// for thin snapshots created without SnapshotOptions.Activate.
+	IgnoreSkip bool
+}
+
+// ActivateLV activates or deactivates an LV of an owned VG (`lvchange`).
+func (c *Client) ActivateLV(ctx context.Context, vg VG, name string, o ActivateOptions) error {
+	if err := checkOwned(vg); err != nil {
+		return fmt.Errorf("change activation of LV %s: %w", name, err)
+	}
+	if err := validName(name); err != nil {
+		return fmt.Errorf("change activation of LV in VG %s: %w", vg.Name, err)
+	}
+	args := []string{"lvchange", activationArg(o.Active)}
+	if o.IgnoreSkip {
+		args = append(args, "-K")
+	}
+	if err := c.run(ctx, append(args, vg.Name+"/"+name)...); err != nil {
+		return fmt.Errorf("change activation of LV %s/%s to %t: %w", vg.Name, name, o.Active, err)
+	}
+	return nil
+}
+
+// AddLVTags adds tags to an LV of an owned VG (`lvchange --addtag`).
+func (c *Client) AddLVTags(ctx context.Context, vg VG, name string, tags ...string) error {
+	if err := checkOwned(vg); err != nil {
+		return fmt.Errorf("tag LV %s: %w", name, err)
+	}
+	if err := validName(name); err != nil {
+		return fmt.Errorf("tag LV in VG %s: %w", vg.Name, err)
+	}
+	ta, err := tagArgs(tags)
+	if err != nil || len(ta) == 0 {
+		return fmt.Errorf("tag LV %s/%s: %w", vg.Name, name, errors.Join(ErrInvalidArgument, err))
+	}
+	if err := c.run(ctx, append(append([]string{"lvchange"}, ta...), vg.Name+"/"+name)...); err != nil {
+		return fmt.Errorf("tag LV %s/%s: %w", vg.Name, name, err)
+	}
+	return nil
+}

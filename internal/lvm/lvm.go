@@ -1,0 +1,191 @@
+// Package lvm runs typed lvm2 operations through an exec.Executor and parses
+// lvm2's JSON reports into typed state.
+//
+// Every command is one `lvm <subcommand>` execution, so counting "lvm"
+// executions measures the cost of an operation. The state of all VGs, PVs
+// and LVs is read with a single `lvm fullreport` (see Client.State).
+//
+// Safety: every operation that modifies a VG, its LVs or its PVs takes the VG
+// as read from the state and refuses with ErrNotOurs unless the VG carries
+// the lvms Tag. VGs are only ever created with that tag.
+package lvm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+)
+
+// Tag marks the VGs this operator owns; `vgcreate --addtag lvms` (written as
+// @lvms in lvm2 selections).
+const Tag = "lvms"
+
+// Command is the lvm2 binary; subcommands are its first argument.
+const Command = "lvm"
+
+// Client runs lvm2 commands. It holds no state of its own and is safe for
+// concurrent use (lvm2 serialises changes with its own VG locks).
+type Client struct {
+	exec exec.Executor
+}
+
+// New returns a Client running commands through e.
+func New(e exec.Executor) *Client {
+	return &Client{exec: e}
+}
+
+// run executes `lvm args...` and classifies a failure.
+func (c *Client) run(ctx context.Context, args ...string) error {
+	_, err := exec.Run(ctx, c.exec, Command, args...)
+	return classify(err)
+}
+
+// State reads all VGs, PVs (including orphans) and LVs with one
+// `lvm fullreport`. When vgs are given, only those VGs are reported (and
+// orphan PVs are left out); a missing VG is then ErrNotFound.
+func (c *Client) State(ctx context.Context, vgs ...string) (*State, error) {
+	for _, vg := range vgs {
+		if err := validName(vg); err != nil {
+			return nil, fmt.Errorf("read LVM state: %w", err)
+		}
+	}
+	var s *State
+	err := c.exec.Exec(ctx, exec.Cmd{Name: Command, Args: reportArgs(vgs), Stdout: func(r io.Reader) error {
+		var err error
+		s, err = DecodeReport(r)
+		return err
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("read LVM state: %w", classify(err))
+	}
+	return s, nil
+}
+
+// OwnedVG reads the state of VG name and returns it if it carries the Tag;
+// ErrNotFound or ErrNotOurs otherwise.
+func (c *Client) OwnedVG(ctx context.Context, name string) (VG, error) {
+	s, err := c.State(ctx, name)
+	if err != nil {
+		return VG{}, err
+	}
+	vg, ok := s.VG(name)
+	if !ok {
+		return VG{}, fmt.Errorf("VG %s: %w", name, ErrNotFound)
+	}
+	if err := checkOwned(vg); err != nil {
+		return VG{}, err
+	}
+	return vg, nil
+}
+
+func checkOwned(vg VG) error {
+	if vg.Name == "" {
+		return fmt.Errorf("%w: no VG given", ErrInvalidArgument)
+	}
+	if !vg.Owned() {
+		return fmt.Errorf("VG %s has tags %v, not %q: %w", vg.Name, vg.Tags, Tag, ErrNotOurs)
+	}
+	return validName(vg.Name)
+}
+
+// validNameRE is lvm2's character set for VG and LV names; a name must not
+// start with '-' so it can never be taken for an option.
+var validNameRE = regexp.MustCompile(`^[a-zA-Z0-9+_.][a-zA-Z0-9+_.-]*$`)
+
+func validName(name string) error {
+	if len(name) > 127 || !validNameRE.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("%w: invalid VG/LV name %q", ErrInvalidArgument, name)
+	}
+	return nil
+}
+
+func validDevice(dev string) error {
+	if len(dev) < 2 || dev[0] != '/' {
+		return fmt.Errorf("%w: device %q is not an absolute path", ErrInvalidArgument, dev)
+	}
+	return nil
+}
+
+// sizeArg renders bytes for -L/-V/-c/--poolmetadatasize, rounded up to the
+// 512-byte sector lvm2 requires.
+func sizeArg(bytes uint64) string {
+	if r := bytes % 512; r != 0 {
+		bytes += 512 - r
+	}
+	return fmt.Sprintf("%db", bytes)
+}
+
+func tagArgs(tags []string) ([]string, error) {
+	var args []string
+	for _, t := range tags {
+		if !validTagRE.MatchString(t) {
+			return nil, fmt.Errorf("%w: invalid tag %q", ErrInvalidArgument, t)
+		}
+		args = append(args, "--addtag", t)
+	}
+	return args, nil
+}
+
+// validTagRE is lvm2's tag character set (lvm(8) "Tags").
+var validTagRE = regexp.MustCompile(`^[a-zA-Z0-9_+.\-/=!:&#]{1,1000}$`)
+
+// CreatePVs initialises devices as PVs (`pvcreate`). Devices must have been
+// checked by the device filter first.
+func (c *Client) CreatePVs(ctx context.Context, devices ...string) error {
+	if len(devices) == 0 {
+		return fmt.Errorf("create PVs: %w: no devices", ErrInvalidArgument)
+	}
+	for _, d := range devices {
+		if err := validDevice(d); err != nil {
+			return fmt.Errorf("create PVs: %w", err)
+		}
+	}
+	if err := c.run(ctx, append([]string{"pvcreate", "-y"}, devices...)...); err != nil {
+		return fmt.Errorf("create PVs on %v: %w", devices, err)
+	}
+	return nil
+}
+
+// RemovePV removes the PV label from an orphan PV (`pvremove`). A PV that
+// still belongs to a VG is refused with ErrNotOurs.
+func (c *Client) RemovePV(ctx context.Context, pv PV) error {
+	if !pv.Orphan() {
+		return fmt.Errorf("remove PV %s: belongs to VG %s: %w", pv.Name, pv.VGName, ErrNotOurs)
+	}
+	if err := validDevice(pv.Name); err != nil {
+		return fmt.Errorf("remove PV: %w", err)
+	}
+	if err := c.run(ctx, "pvremove", "-y", pv.Name); err != nil {
+		return fmt.Errorf("remove PV %s: %w", pv.Name, err)
+	}
+	return nil
+}
+
+// CreateVG creates VG name on devices, tagged with Tag and any extra tags
+// (`vgcreate --addtag lvms`). Devices that are not PVs yet are initialised.
+func (c *Client) CreateVG(ctx context.Context, name string, devices []string, tags ...string) error {
+	if err := validName(name); err != nil {
+		return fmt.Errorf("create VG: %w", err)
+	}
+	if len(devices) == 0 {
+		return fmt.Errorf("create VG %s: %w: no devices", name, ErrInvalidArgument)
+	}
+	for _, d := range devices {
+		if err := validDevice(d); err != nil {
+			return fmt.Errorf("create VG %s: %w", name, err)
+		}
+	}
+	ta, err := tagArgs(append([]string{Tag}, slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return t == Tag })...))
+	if err != nil {
+		return fmt.Errorf("create VG %s: %w", name, err)
+	}
+	args := append(append([]string{"vgcreate", "-y"}, ta...), name)
+	if err := c.run(ctx, append(args, devices...)...); err != nil {
+		return fmt.Errorf("create VG %s on %v: %w", name, devices, err)
+	}
+	return nil
+}
