@@ -74,6 +74,7 @@ func (c *console) line(raw []byte) {
 	switch {
 	case s == markerStart && c.started.IsZero():
 		c.started = c.now()
+		forward = true
 	case strings.HasPrefix(s, markerExit):
 		if rc, ok := parseExitMarker(s); ok {
 			if c.exited.IsZero() {

@@ -67,6 +67,18 @@ func (p *guestProc) killGroup() {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 }
 
+// stop ends a guest that is still running: SIGTERM makes UML kill and reap its guest processes
+// and exit; SIGKILL for the whole group follows if it does not exit within termGrace.
+func (p *guestProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.waited:
+	case <-time.After(termGrace):
+		p.killGroup()
+		<-p.waited
+	}
+}
+
 // wait waits for UML to exit: normally after the exit marker and power-off; forcibly when ctx
 // ends or power-off takes too long. It returns ctx's error if ctx ended the run.
 func (p *guestProc) wait(ctx context.Context, con *console) error {
@@ -75,17 +87,14 @@ func (p *guestProc) wait(ctx context.Context, con *console) error {
 	case <-p.waited:
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
-		p.killGroup()
-		<-p.waited
+		p.stop()
 	case <-con.exitSeen:
 		select {
 		case <-p.waited:
 		case <-time.After(shutdownGrace):
-			p.killGroup()
-			<-p.waited
+			p.stop()
 		case <-ctx.Done():
-			p.killGroup()
-			<-p.waited
+			p.stop()
 		}
 	}
 	// Guest processes are host processes in our group; none may outlive the run.

@@ -88,9 +88,11 @@ type Result struct {
 // init failed, or it crashed.
 var ErrNoExitCode = errors.New("guest ended without reporting an exit code")
 
-// Time UML gets to power off after the exit marker, and the console to drain afterwards.
+// Time UML gets to power off after the exit marker, to exit after SIGTERM, and the console to
+// drain afterwards.
 const (
 	shutdownGrace = 20 * time.Second
+	termGrace     = 5 * time.Second
 	drainGrace    = 5 * time.Second
 )
 
