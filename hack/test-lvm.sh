@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Runs the tests that need real lvm2 and device-mapper (what `make test-lvm` calls):
+#
+#  1. every Go package under ./internal with test files constrained by `//go:build guest` is
+#     compiled (CGO_ENABLED=0 go test -c -tags guest) and its test binary runs inside its own
+#     User-mode Linux guest (internal/testing/uml), at most TEST_LVM_PARALLEL (2) guests at a time;
+#  2. the host-side tests that boot guests themselves (test files mentioning LVMS_UML_TESTS) run
+#     with LVMS_UML_TESTS=1.
+#
+# Every guest gets the STANDARD DISK LAYOUT (guest tests rely on it; see uml.StandardDisks):
+#   /dev/ubda ... /dev/ubdg  seven read-write 2 GiB sparse disks, LVMS_GUEST_DISKS (comma-separated)
+#   /dev/ubdh                one read-only 1 GiB disk, LVMS_GUEST_RO_DISK
+#   LVMS_GUEST=1, PATH with /usr/sbin and /sbin
+# and runs `<pkg>.test -test.v -test.count=1` with the package source directory as working dir.
+#
+# Environment: TEST_LVM_RUN=<regex> is passed as -test.run (and -run for host tests);
+# TEST_LVM_TIMEOUT (default 15m) bounds each guest; TEST_LVM_PARALLEL (default 2).
+# Exits non-zero if any package fails or any guest does not report an exit code.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$(pwd)"
+RUN_RE="${TEST_LVM_RUN:-}"
+TIMEOUT="${TEST_LVM_TIMEOUT:-15m}"
+PARALLEL="${TEST_LVM_PARALLEL:-2}"
+
+log() { echo "test-lvm: $*" >&2; }
+
+bash hack/uml-deps.sh
+
+WORK="$(mktemp -d /tmp/lvms-test-lvm.XXXXXX)"
+trap 'rm -rf "${WORK}"' EXIT
+mkdir -p "${WORK}/bin" "${WORK}/logs"
+
+# Packages with guest tests: a //go:build line naming "guest" without "!".
+mapfile -t GUEST_PKGS < <(grep -rlP --include='*_test.go' '^//go:build\b.*(?<!!)\bguest\b' internal |
+	xargs -r -n1 dirname | sort -u)
+# Packages whose host tests boot guests themselves.
+mapfile -t HOST_PKGS < <(grep -rl --include='*_test.go' 'LVMS_UML_TESTS' internal | xargs -r -n1 dirname | sort -u)
+
+log "building umlrun"
+go build -o "${WORK}/umlrun" ./internal/testing/uml/umlrun
+
+declare -A RESULT TIMING
+failed=0
+
+build_pkg() { # dir name
+	log "compiling guest tests of ./$1"
+	CGO_ENABLED=0 go test -c -tags guest -o "${WORK}/bin/$2.test" "./$1"
+}
+
+run_pkg() { # dir name
+	local args=(-test.v -test.count=1)
+	[[ -n "${RUN_RE}" ]] && args+=("-test.run=${RUN_RE}")
+	"${WORK}/umlrun" -standard-layout -timeout "${TIMEOUT}" -share "${WORK}/bin" -dir "${ROOT}/$1" \
+		-- "${WORK}/bin/$2.test" "${args[@]}" >"${WORK}/logs/$2.log" 2>&1
+}
+
+# report prints a finished package's log and records its result.
+report() { # dir name rc
+	local dir=$1 name=$2 rc=$3 status timing pass fail
+	echo "===== guest package ./${dir}"
+	cat "${WORK}/logs/${name}.log"
+	timing="$(sed -n 's/^umlrun: guest timings: //p' "${WORK}/logs/${name}.log" | tail -1)"
+	case "${rc}" in
+	0) status=PASS ;;
+	125) status="FAIL (guest did not report an exit code)" ;;
+	*) status="FAIL (exit ${rc})" ;;
+	esac
+	[[ "${rc}" == 0 ]] || failed=1
+	pass="$(grep -c '^--- PASS' "${WORK}/logs/${name}.log" || true)"
+	fail="$(grep -c '^--- FAIL' "${WORK}/logs/${name}.log" || true)"
+	status="${status}, tests: ${pass} passed, ${fail} failed"
+	RESULT[${dir}]="${status}"
+	TIMING[${dir}]="${timing:-no timings}"
+	echo "===== ${status}: ./${dir} [guest ${TIMING[${dir}]}]"
+}
+
+declare -A NAME_OF DIR_OF
+for dir in "${GUEST_PKGS[@]}"; do
+	name="${dir//\//_}"
+	NAME_OF[${dir}]="${name}"
+	if ! build_pkg "${dir}" "${name}"; then
+		RESULT[${dir}]="FAIL (does not compile)"
+		failed=1
+	fi
+done
+
+# Boot one guest per compiled package, PARALLEL at a time.
+running=0
+for dir in "${GUEST_PKGS[@]}"; do
+	[[ -n "${RESULT[${dir}]:-}" ]] && continue
+	if ((running >= PARALLEL)); then
+		wait -n -p done_pid && rc=0 || rc=$?
+		report "${DIR_OF[${done_pid}]}" "${NAME_OF[${DIR_OF[${done_pid}]}]}" "${rc}"
+		running=$((running - 1))
+	fi
+	log "booting a guest for ./${dir}"
+	run_pkg "${dir}" "${NAME_OF[${dir}]}" &
+	DIR_OF[$!]="${dir}"
+	running=$((running + 1))
+done
+while ((running > 0)); do
+	wait -n -p done_pid && rc=0 || rc=$?
+	report "${DIR_OF[${done_pid}]}" "${NAME_OF[${DIR_OF[${done_pid}]}]}" "${rc}"
+	running=$((running - 1))
+done
+
+# Host-side tests that boot guests.
+declare -A HOST_RESULT
+for dir in "${HOST_PKGS[@]}"; do
+	echo "===== host UML tests ./${dir}"
+	args=(-count=1 -v)
+	[[ -n "${RUN_RE}" ]] && args+=("-run=${RUN_RE}")
+	if LVMS_UML_TESTS=1 go test "${args[@]}" "./${dir}"; then
+		HOST_RESULT[${dir}]=PASS
+	else
+		HOST_RESULT[${dir}]=FAIL
+		failed=1
+	fi
+	echo "===== ${HOST_RESULT[${dir}]}: host UML tests ./${dir}"
+done
+
+echo
+echo "test-lvm summary:"
+for dir in "${GUEST_PKGS[@]}"; do
+	echo "  guest ./${dir}: ${RESULT[${dir}]} [${TIMING[${dir}]:-not run}]"
+done
+for dir in "${HOST_PKGS[@]}"; do
+	echo "  host  ./${dir}: ${HOST_RESULT[${dir}]}"
+done
+if ((${#GUEST_PKGS[@]} == 0)); then
+	echo "  no packages with //go:build guest tests found"
+	failed=1
+fi
+if ((failed)); then
+	echo "test-lvm: FAIL"
+	exit 1
+fi
+echo "test-lvm: PASS"
