@@ -1,0 +1,188 @@
+package devices
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/lvm-operator/lvm-operator/internal/exec/exectest"
+)
+
+func TestEvaluate(t *testing.T) {
+	policy := Policy{VGName: "vg1", PVs: map[string]string{"/dev/orphan": "", "/dev/mine": "vg1", "/dev/theirs": "home"}}
+	disk := func(name string) BlockDevice {
+		return BlockDevice{Name: name, KName: name, Type: "disk", Size: 1 << 30}
+	}
+	tests := []struct {
+		name   string
+		c      Candidate
+		policy *Policy
+		want   []string
+	}{
+		{name: "blank disk", c: Candidate{Device: disk("/dev/sdb")}},
+		{name: "orphan PV", c: Candidate{Device: disk("/dev/orphan"), Facts: Facts{Signatures: []string{"LVM2_member"}}}},
+		{name: "PV of this VG with our LVs on it", c: Candidate{Device: disk("/dev/mine"),
+			Facts: Facts{Signatures: []string{"LVM2_member"}, Holders: []string{"/dev/dm-0"}}}},
+		{name: "PV of another VG", c: Candidate{Device: disk("/dev/theirs"), Facts: Facts{Signatures: []string{"LVM2_member"}}},
+			want: []string{"is a PV of another volume group: home"}},
+		{name: "unknown PV", c: Candidate{Device: disk("/dev/sdz"), Facts: Facts{Signatures: []string{"LVM2_member"}}},
+			want: []string{"has an LVM2_member signature but lvm2 does not list it as a PV"}},
+		{name: "read-only", c: Candidate{Device: BlockDevice{Name: "/dev/sr", KName: "/dev/sr", Type: "disk", Size: 1, ReadOnly: true}},
+			want: []string{"is read-only"}},
+		{name: "ext4 found by probe, not by udev", c: Candidate{Device: disk("/dev/sdc"), Facts: Facts{Signatures: []string{"ext4"}}},
+			want: []string{"has a filesystem signature: ext4"}},
+		{name: "xfs known only to udev", c: Candidate{Device: BlockDevice{Name: "/dev/sdc", Type: "disk", Size: 1, FSType: "xfs"}},
+			want: []string{"has a filesystem signature: xfs"}},
+		{name: "partitioned", c: Candidate{Device: BlockDevice{Name: "/dev/sdd", KName: "/dev/sdd", Type: "disk", Size: 1,
+			Children: []BlockDevice{{Name: "/dev/sdd1", KName: "/dev/sdd1", Type: "part"}}},
+			Facts: Facts{PartTable: "gpt", Partitions: []string{"/dev/sdd1", "/dev/sdd2"}}},
+			want: []string{"has children: /dev/sdd1, /dev/sdd2", "has a partition table: gpt"}},
+		{name: "boot partition (label from probe)", c: Candidate{Device: BlockDevice{Name: "/dev/sdd1", Type: "part", Size: 1},
+			Facts: Facts{PartLabel: "EFI Boot"}}, want: []string{"partition label contains 'boot'"}},
+		{name: "bios partition (label from udev)", c: Candidate{Device: BlockDevice{Name: "/dev/sdd2", Type: "part", Size: 1, PartLabel: "BIOS"}},
+			want: []string{"partition label contains 'bios'"}},
+		{name: "our own LV", c: Candidate{Device: BlockDevice{Name: "/dev/mapper/vg1-lv", KName: "/dev/dm-0", Type: "lvm", Size: 1}},
+			want: []string{"is an LVM logical volume (type lvm)"}},
+		{name: "rom", c: Candidate{Device: BlockDevice{Name: "/dev/sr0", Type: "rom", Size: 1}},
+			want: []string{"is a read-only memory device (type rom)"}},
+		{name: "suspended dm", c: Candidate{Device: BlockDevice{Name: "/dev/dm-3", Type: "dm", Size: 1}, Facts: Facts{Suspended: true}},
+			want: []string{"is suspended"}},
+		{name: "mounted whole disk", c: Candidate{Device: disk("/dev/sde"), Facts: Facts{MountPoints: []string{"/data"}, Signatures: []string{"xfs"}}},
+			want: []string{"is mounted at /data", "has a filesystem signature: xfs"}},
+		{name: "kubelet loop", c: Candidate{Device: BlockDevice{Name: "/dev/loop3", Type: "loop", Size: 1},
+			Facts: Facts{LoopBackingFile: "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/x/dev/y"}},
+			want: []string{"is a loop device backing kubelet plugin storage"}},
+		{name: "plain loop", c: Candidate{Device: BlockDevice{Name: "/dev/loop4", Type: "loop", Size: 1}, Facts: Facts{LoopBackingFile: "/srv/disk.img"}}},
+		{name: "empty loop", c: Candidate{Device: BlockDevice{Name: "/dev/loop5", Type: "loop"}}, want: []string{"has size 0"}},
+		{name: "probe failed", c: Candidate{Device: disk("/dev/sdf"), ProbeErr: errors.New("no medium")},
+			want: []string{"could not be probed: no medium"}},
+		{name: "not selected", c: Candidate{Device: disk("/dev/sdg")}, policy: &Policy{Selector: []string{"/dev/sdb"}},
+			want: []string{"is not in the device selector"}},
+		{name: "selected by kernel name", c: Candidate{Device: BlockDevice{Name: "/dev/mapper/mpatha", KName: "/dev/dm-7", Type: "mpath", Size: 1}},
+			policy: &Policy{Selector: []string{"/dev/dm-7"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := policy
+			if tt.policy != nil {
+				p = *tt.policy
+			}
+			v := Evaluate(tt.c, p)
+			if !slices.Equal(v.Reasons, tt.want) {
+				t.Errorf("reasons = %q, want %q", v.Reasons, tt.want)
+			}
+			if v.Usable() != (len(tt.want) == 0) {
+				t.Errorf("usable = %t", v.Usable())
+			}
+		})
+	}
+}
+
+func TestPredicatesNamed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range Predicates() {
+		if p.Name == "" || seen[p.Name] || p.Reject == nil {
+			t.Errorf("bad predicate %q", p.Name)
+		}
+		seen[p.Name] = true
+	}
+}
+
+// fakeSys builds a MapFS with sysfs entries for block devices.
+func fakeSys(mountinfo string, files map[string]string) fstest.MapFS {
+	fsys := fstest.MapFS{"proc/self/mountinfo": {Data: []byte(mountinfo)}}
+	for p, content := range files {
+		fsys["sys/class/block/"+p] = &fstest.MapFile{Data: []byte(content)}
+	}
+	return fsys
+}
+
+func TestPlan(t *testing.T) {
+	lsblk := `{"blockdevices":[
+		{"name":"/dev/vda","kname":"/dev/vda","type":"disk","size":8589934592,"ro":false,"rota":false,"fstype":null},
+		{"name":"/dev/vdb","kname":"/dev/vdb","type":"disk","size":8589934592,"ro":false,"rota":false,"fstype":null},
+		{"name":"/dev/vdc","kname":"/dev/vdc","type":"disk","size":8589934592,"ro":false,"rota":false,"fstype":null}]}`
+	f := exectest.New().
+		On(exectest.OK(lsblk), "lsblk", "--json", "--paths", "--bytes", "-o", lsblkColumns).
+		On(exectest.Fail(2, ""), "blkid", "-p", "-o", "export", "/dev/vda").
+		On(exectest.OK(`{"signatures":[]}`), "wipefs", "--no-act", "--json", "/dev/vda").
+		On(exectest.OK("DEVNAME=/dev/vdb\nTYPE=xfs\nUSAGE=filesystem\n"), "blkid", "-p", "-o", "export", "/dev/vdb").
+		// blkid cannot tell; wipefs sees a backup GPT header.
+		On(exectest.Fail(2, ""), "blkid", "-p", "-o", "export", "/dev/vdc").
+		On(exectest.OK(`{"signatures":[{"device":"vdc","offset":"0x1ff","type":"gpt"}]}`), "wipefs", "--no-act", "--json", "/dev/vdc")
+	fsys := fakeSys("36 22 252:16 / /srv rw - xfs /dev/vdb rw\n", map[string]string{
+		"vda/dev": "252:0\n", "vdb/dev": "252:16\n", "vdc/dev": "252:32\n", "vdb/holders/dm-0": "",
+	})
+	h := NewHost(f, fsys)
+	verdicts, err := h.Plan(t.Context(), Policy{VGName: "vg1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, v := range verdicts {
+		got[v.Device.Name] = strings.Join(v.Reasons, "; ")
+	}
+	want := map[string]string{
+		"/dev/vda": "",
+		"/dev/vdb": "has children: /dev/dm-0; is mounted at /srv; has a filesystem signature: xfs",
+		"/dev/vdc": "has a filesystem signature: gpt",
+	}
+	for dev, w := range want {
+		if got[dev] != w {
+			t.Errorf("%s: reasons %q, want %q", dev, got[dev], w)
+		}
+	}
+}
+
+func TestWipe(t *testing.T) {
+	sys := map[string]string{
+		"sdb/dev": "8:16", "sdb/sdb1/partition": "1", "sdb1/dev": "8:17",
+		"sdb1/holders/dm-0": "", "dm-0/dev": "254:0", "dm-0/dm/name": "vg-pool_tdata",
+		"dm-0/holders/dm-1": "", "dm-1/dev": "254:1", "dm-1/dm/name": "vg-pool",
+	}
+	t.Run("refuses without opt-in", func(t *testing.T) {
+		f := exectest.New()
+		h := NewHost(f, fakeSys("", sys))
+		for _, opt := range []WipeOptIn{{}, ForceWipeDevicesAndDestroyAllData(false)} {
+			if err := h.Wipe(t.Context(), "/dev/sdb", opt); !errors.Is(err, ErrWipeNotConfirmed) {
+				t.Errorf("err = %v", err)
+			}
+		}
+		if len(f.Calls()) != 0 {
+			t.Errorf("commands ran: %v", f.Lines())
+		}
+	})
+	t.Run("removes holders deepest first, then partitions, then disk", func(t *testing.T) {
+		f := exectest.New()
+		f.Handler = func(exectest.Call) exectest.Response { return exectest.OK("") }
+		h := NewHost(f, fakeSys("", sys))
+		if err := h.Wipe(t.Context(), "/dev/sdb", ForceWipeDevicesAndDestroyAllData(true)); err != nil {
+			t.Fatal(err)
+		}
+		if d := exectest.Diff(f, "dmsetup remove vg-pool", "dmsetup remove vg-pool_tdata",
+			"wipefs --all --force /dev/sdb1", "wipefs --all --force /dev/sdb"); d != "" {
+			t.Error(d)
+		}
+	})
+	t.Run("refuses a mounted holder", func(t *testing.T) {
+		f := exectest.New()
+		f.Handler = func(exectest.Call) exectest.Response { return exectest.OK("") }
+		h := NewHost(f, fakeSys("40 22 254:1 / /mnt rw - xfs /dev/mapper/vg-pool rw\n", sys))
+		err := h.Wipe(t.Context(), "/dev/sdb", ForceWipeDevicesAndDestroyAllData(true))
+		if !errors.Is(err, ErrBusy) {
+			t.Errorf("err = %v", err)
+		}
+		if len(f.Calls()) != 0 {
+			t.Errorf("commands ran: %v", f.Lines())
+		}
+	})
+	t.Run("refuses a mounted disk", func(t *testing.T) {
+		f := exectest.New()
+		h := NewHost(f, fakeSys("40 22 8:48 / /data rw - ext4 /dev/sdd rw\n", map[string]string{"sdd/dev": "8:48"}))
+		if err := h.Wipe(t.Context(), "/dev/sdd", ForceWipeDevicesAndDestroyAllData(true)); !errors.Is(err, ErrBusy) {
+			t.Errorf("err = %v", err)
+		}
+	})
+}

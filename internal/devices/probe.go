@@ -1,0 +1,273 @@
+package devices
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+)
+
+// Host inspects and wipes the block devices of one host. Commands run
+// through an exec.Executor; sysfs and mountinfo are read through an fs.FS
+// rooted at "/" (os.DirFS("/") in production, fstest.MapFS in tests).
+type Host struct {
+	exec exec.Executor
+	fsys fs.FS
+	// mountInfo is the mountinfo path inside fsys.
+	mountInfo string
+}
+
+// Option configures a Host.
+type Option func(*Host)
+
+// WithMountInfo sets the mountinfo file (relative to the fs.FS root) used
+// to find mounts. The default "proc/self/mountinfo" is right when the
+// process shares the host's mount namespace; a pod running commands through
+// nsenter should use "proc/1/mountinfo" (with hostPID).
+func WithMountInfo(p string) Option {
+	return func(h *Host) { h.mountInfo = p }
+}
+
+// NewHost returns a Host. fsys must be rooted at the host's "/".
+func NewHost(e exec.Executor, fsys fs.FS, opts ...Option) *Host {
+	h := &Host{exec: e, fsys: fsys, mountInfo: "proc/self/mountinfo"}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+// Facts are what was probed directly about a device, bypassing udev.
+type Facts struct {
+	// Signatures are the signature types found on the device: filesystems,
+	// "LVM2_member", swap, RAID members, ... ("ambivalent" when blkid found
+	// several conflicting ones).
+	Signatures []string
+	// PartTable is the partition table type ("gpt", "dos") if any.
+	PartTable string
+	// PartLabel is the partition's GPT name, for partitions.
+	PartLabel string
+	// Partitions are the device's partitions per sysfs (/dev/<name>).
+	Partitions []string
+	// Holders are the devices stacked on it per sysfs, e.g. /dev/dm-0.
+	Holders []string
+	// MountPoints are where the device is mounted.
+	MountPoints []string
+	// LoopBackingFile is the backing file of a loop device.
+	LoopBackingFile string
+	// Suspended is set for a suspended device-mapper device.
+	Suspended bool
+}
+
+// Inspect probes one device: signatures (blkid -p, and wipefs when blkid
+// finds nothing), partitions and holders (sysfs), mounts (mounts, as read by
+// ReadMounts), loop backing file and dm suspension (sysfs).
+func (h *Host) Inspect(ctx context.Context, d BlockDevice, mounts MountTable) (Facts, error) {
+	var f Facts
+	if err := h.probeSignatures(ctx, d.KName, &f); err != nil {
+		return Facts{}, err
+	}
+	name := path.Base(d.KName)
+	sys := "sys/class/block/" + name
+	var err error
+	if f.Holders, err = h.holders(name); err != nil {
+		return Facts{}, err
+	}
+	f.Partitions = h.partitions(name)
+	if devno, err := h.readTrimmed(sys + "/dev"); err == nil {
+		f.MountPoints = mounts.byDev[devno]
+	}
+	f.MountPoints = append(f.MountPoints, mounts.bySource[d.Name]...)
+	if d.KName != d.Name {
+		f.MountPoints = append(f.MountPoints, mounts.bySource[d.KName]...)
+	}
+	slices.Sort(f.MountPoints)
+	f.MountPoints = slices.Compact(f.MountPoints)
+	if s, err := h.readTrimmed(sys + "/loop/backing_file"); err == nil {
+		f.LoopBackingFile = s
+	}
+	if s, err := h.readTrimmed(sys + "/dm/suspended"); err == nil && s == "1" {
+		f.Suspended = true
+	}
+	return f, nil
+}
+
+// blkidNothingFound is blkid's exit status when no signature was found.
+const blkidNothingFound = 2
+
+// blkidAmbivalent is blkid's exit status for conflicting signatures.
+const blkidAmbivalent = 8
+
+func (h *Host) probeSignatures(ctx context.Context, dev string, f *Facts) error {
+	out, err := exec.Run(ctx, h.exec, "blkid", "-p", "-o", "export", dev)
+	switch {
+	case exec.HasExitCode(err, blkidAmbivalent):
+		f.Signatures = append(f.Signatures, "ambivalent")
+		return nil
+	case exec.HasExitCode(err, blkidNothingFound):
+		// blkid also says "nothing" when it cannot open the device; wipefs
+		// fails loudly then, and lists every signature it knows.
+		sigs, werr := h.wipefsSignatures(ctx, dev)
+		if werr != nil {
+			return werr
+		}
+		f.Signatures = sigs
+		return nil
+	case err != nil:
+		return fmt.Errorf("probe signatures of %s: %w", dev, err)
+	}
+	kv := ParseBlkid(out)
+	if t := kv["TYPE"]; t != "" {
+		f.Signatures = append(f.Signatures, t)
+	}
+	f.PartTable = kv["PTTYPE"]
+	f.PartLabel = kv["PART_ENTRY_NAME"]
+	return nil
+}
+
+func (h *Host) wipefsSignatures(ctx context.Context, dev string) ([]string, error) {
+	var out struct {
+		Signatures []struct {
+			Type string `json:"type"`
+		} `json:"signatures"`
+	}
+	if err := exec.RunJSON(ctx, h.exec, &out, "wipefs", "--no-act", "--json", dev); err != nil {
+		return nil, fmt.Errorf("probe signatures of %s: %w", dev, err)
+	}
+	var sigs []string
+	for _, s := range out.Signatures {
+		if s.Type != "" && !slices.Contains(sigs, s.Type) {
+			sigs = append(sigs, s.Type)
+		}
+	}
+	return sigs, nil
+}
+
+// ParseBlkid parses `blkid -o export` output (KEY=value lines, values
+// backslash-escaped).
+func ParseBlkid(out []byte) map[string]string {
+	kv := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok || k == "" {
+			continue
+		}
+		var b strings.Builder
+		for i := 0; i < len(v); i++ {
+			if v[i] == '\\' && i+1 < len(v) {
+				i++
+			}
+			b.WriteByte(v[i])
+		}
+		kv[k] = b.String()
+	}
+	return kv
+}
+
+// holders lists /sys/class/block/<name>/holders as /dev paths.
+func (h *Host) holders(name string) ([]string, error) {
+	entries, err := fs.ReadDir(h.fsys, "sys/class/block/"+name+"/holders")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read holders of %s: %w", name, err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, "/dev/"+e.Name())
+	}
+	return out, nil
+}
+
+// partitions lists sysfs partition subdirectories of <name> as /dev paths.
+func (h *Host) partitions(name string) []string {
+	entries, err := fs.ReadDir(h.fsys, "sys/class/block/"+name)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), name) {
+			continue
+		}
+		if _, err := fs.Stat(h.fsys, "sys/class/block/"+name+"/"+e.Name()+"/partition"); err == nil {
+			out = append(out, "/dev/"+e.Name())
+		}
+	}
+	return out
+}
+
+func (h *Host) readTrimmed(p string) (string, error) {
+	b, err := fs.ReadFile(h.fsys, p)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// MountTable indexes mountinfo by device number and by source.
+type MountTable struct {
+	byDev    map[string][]string
+	bySource map[string][]string
+}
+
+// ReadMounts reads the Host's mountinfo.
+func (h *Host) ReadMounts() (MountTable, error) {
+	b, err := fs.ReadFile(h.fsys, h.mountInfo)
+	if err != nil {
+		return MountTable{}, fmt.Errorf("read mounts: %w", err)
+	}
+	return ParseMountInfo(b), nil
+}
+
+// ParseMountInfo parses /proc/<pid>/mountinfo (proc(5)).
+func ParseMountInfo(b []byte) MountTable {
+	t := MountTable{byDev: map[string][]string{}, bySource: map[string][]string{}}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := slices.Index(fields, "-")
+		if len(fields) < 5 || sep < 5 {
+			continue
+		}
+		mp := unescapeOctal(fields[4])
+		t.byDev[fields[2]] = append(t.byDev[fields[2]], mp)
+		if len(fields) > sep+2 {
+			src := unescapeOctal(fields[sep+2])
+			t.bySource[src] = append(t.bySource[src], mp)
+		}
+	}
+	return t
+}
+
+// MountPoints returns where devno ("major:minor") is mounted.
+func (t MountTable) MountPoints(devno string) []string { return t.byDev[devno] }
+
+// unescapeOctal undoes mountinfo's \NNN escapes (space, tab, newline, \).
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
