@@ -1,0 +1,76 @@
+# lvms — LVM storage for Kubernetes. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+MODULE      := github.com/lvm-operator/lvm-operator
+GIT_COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+LDFLAGS     := -X $(MODULE)/internal/version.Version=$(VERSION) -X $(MODULE)/internal/version.GitCommit=$(GIT_COMMIT)
+CONTROLLER_GEN := go tool controller-gen
+GO_TEST_FLAGS ?=
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+.PHONY: demo
+demo: ## Bring up a local cluster on real lvm2 and walk through a PVC's life (not built yet).
+	@echo "make demo: NOT BUILT YET. The one-command local cluster (lvms dev up, UML nodes with real" >&2
+	@echo "lvm2) lands with the local-cluster issue. Until then, 'make test' runs everything that exists." >&2
+	@exit 2
+
+##@ Build
+
+.PHONY: build
+build: ## Build bin/lvms.
+	go build -ldflags "$(LDFLAGS)" -o bin/lvms ./cmd/lvms
+
+##@ Code generation
+
+.PHONY: generate
+generate: ## Generate deepcopy and apply-configuration code for the API.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) applyconfiguration:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: ## Generate CRDs, RBAC and webhook manifests under config/.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=lvms-manager paths=./internal/... paths=./cmd/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths=./internal/... output:webhook:artifacts:config=config/webhook
+
+##@ Verification and tests
+
+.PHONY: verify
+verify: ## Fail on stale generated code, gofmt, go vet, go mod tidy or golangci-lint findings.
+	bash hack/verify.sh
+
+.PHONY: lint
+lint: ## Run golangci-lint (built once into the cache).
+	"$$(bash hack/golangci-lint.sh | tail -1)" run ./...
+
+.PHONY: test
+test: ## Everything: unit + envtest, lvm2 in UML guests, verify. Installs what it needs.
+	$(MAKE) test-unit
+	$(MAKE) test-lvm
+	$(MAKE) verify
+	@echo "make test: all passed"
+
+.PHONY: test-unit
+test-unit: ## Unit tests and envtest suites (self-built kube-apiserver + etcd).
+	assets="$$(bash hack/kube-assets.sh | tail -1)"; \
+	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-lvm
+test-lvm: ## Host-layer tests against real lvm2 + device-mapper in User-mode Linux guests.
+	bash hack/test-lvm.sh
+
+.PHONY: bench
+bench: ## Benchmarks (performance is measured here, never in timed unit tests).
+	go test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: kube-assets
+kube-assets: ## Build the pinned kube-apiserver, etcd, kubectl, kube-scheduler, kube-controller-manager.
+	bash hack/kube-assets.sh

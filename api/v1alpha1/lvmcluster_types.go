@@ -1,0 +1,130 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LVMClusterSpec is the desired LVM storage of the cluster.
+type LVMClusterSpec struct {
+	// Tolerations are added to the node agent pods so they run on tainted nodes.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Storage lists the device classes.
+	// +required
+	Storage Storage `json:"storage"`
+}
+
+// Storage is the storage layout of the cluster.
+type Storage struct {
+	// DeviceClasses are the volume groups built on the nodes, one StorageClass each. Names are unique;
+	// at most one is the default; a disk may be listed by one device class only.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.filter(c, has(c.default) && c.default).size() <= 1",message="at most one device class can be default: set default to false on all but one"
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !has(a.deviceSelector) || self.all(b, a.name == b.name || !has(b.deviceSelector) || !((has(a.deviceSelector.paths) ? a.deviceSelector.paths : []) + (has(a.deviceSelector.optionalPaths) ? a.deviceSelector.optionalPaths : [])).exists(p, p in (has(b.deviceSelector.paths) ? b.deviceSelector.paths : []) + (has(b.deviceSelector.optionalPaths) ? b.deviceSelector.optionalPaths : []))))",message="a disk is listed by more than one device class: each path may belong to one device class only"
+	DeviceClasses []DeviceClass `json:"deviceClasses"`
+}
+
+// LVMStateType is the overall state of an LVMCluster.
+type LVMStateType string
+
+// LVMCluster states.
+const (
+	LVMStatusProgressing LVMStateType = "Progressing"
+	LVMStatusReady       LVMStateType = "Ready"
+	LVMStatusFailed      LVMStateType = "Failed"
+	LVMStatusDegraded    LVMStateType = "Degraded"
+	LVMStatusUnknown     LVMStateType = "Unknown"
+)
+
+// Condition types of an LVMCluster.
+const (
+	// ConditionResourcesAvailable is true when every operand (CSIDriver, node DaemonSet,
+	// StorageClasses, ...) was written successfully.
+	ConditionResourcesAvailable = "ResourcesAvailable"
+	// ConditionVolumeGroupsReady is true when every selected node reports every volume group Ready.
+	ConditionVolumeGroupsReady = "VolumeGroupsReady"
+)
+
+// LVMClusterStatus is the observed state of an LVMCluster.
+type LVMClusterStatus struct {
+	// Ready is true when State is Ready. Kept for compatibility; prefer conditions.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+
+	// State summarises the cluster: Progressing, Ready, Degraded, Failed or Unknown.
+	// +optional
+	State LVMStateType `json:"state,omitempty"`
+
+	// DeviceClassStatuses report every device class on every node.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	DeviceClassStatuses []DeviceClassStatus `json:"deviceClassStatuses,omitempty"`
+
+	// Conditions: ResourcesAvailable and VolumeGroupsReady.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// DeviceClassStatus is the state of one device class on every node.
+type DeviceClassStatus struct {
+	// Name of the device class.
+	Name string `json:"name"`
+
+	// NodeStatus is the volume group of this device class on each node.
+	// +optional
+	// +listType=map
+	// +listMapKey=node
+	NodeStatus []NodeStatus `json:"nodeStatus,omitempty"`
+}
+
+// NodeStatus is a volume group on one node.
+type NodeStatus struct {
+	VGStatus `json:",inline"`
+
+	// Node is the name of the node.
+	Node string `json:"node"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=lvmc
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// LVMCluster is the LVM storage of the cluster: the device classes (volume groups and thin pools) to
+// build on the nodes and the StorageClasses to publish. Create one, in the operator's namespace.
+type LVMCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec LVMClusterSpec `json:"spec"`
+	// +optional
+	Status LVMClusterStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// LVMClusterList is a list of LVMClusters.
+type LVMClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LVMCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&LVMCluster{}, &LVMClusterList{})
+}

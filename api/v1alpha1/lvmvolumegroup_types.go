@@ -1,0 +1,77 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LVMVolumeGroupSpec is one device class as the node agents consume it.
+type LVMVolumeGroupSpec struct {
+	// DeviceSelector chooses the disks of the volume group.
+	// +optional
+	DeviceSelector *DeviceSelector `json:"deviceSelector,omitempty"`
+
+	// NodeSelector chooses the nodes that build the volume group.
+	// +optional
+	NodeSelector *corev1.NodeSelector `json:"nodeSelector,omitempty"`
+
+	// ThinPoolConfig describes the thin pool; absent for thick device classes.
+	// +optional
+	ThinPoolConfig *ThinPoolConfig `json:"thinPoolConfig,omitempty"`
+
+	// RAIDConfig describes RAID volumes of a thick device class.
+	// +optional
+	RAIDConfig *RAIDConfig `json:"raidConfig,omitempty"`
+
+	// Default is true for the default device class.
+	// +optional
+	Default bool `json:"default,omitempty"`
+
+	// DeviceDiscoveryPolicy says whether disks that appear later are added.
+	// +optional
+	// +kubebuilder:default=Dynamic
+	DeviceDiscoveryPolicy DeviceDiscoveryPolicy `json:"deviceDiscoveryPolicy,omitempty"`
+}
+
+// LVMVolumeGroupStatus is reserved; per-node state lives in LVMVolumeGroupNodeStatus.
+type LVMVolumeGroupStatus struct {
+	// Conditions of the volume group across nodes.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// CleanupFinalizerPrefix is the prefix of the per-node finalizer a node agent puts on an
+// LVMVolumeGroup while it has the volume group; the node name follows it.
+const CleanupFinalizerPrefix = "cleanup.vgmanager.node.topolvm.io/"
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=lvmvg
+
+// LVMVolumeGroup is one device class of an LVMCluster, projected for the node agents. The operator
+// owns it; each node agent builds the volume group it describes and keeps a per-node finalizer on it
+// until the volume group is torn down.
+type LVMVolumeGroup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec LVMVolumeGroupSpec `json:"spec,omitempty"`
+	// +optional
+	Status LVMVolumeGroupStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// LVMVolumeGroupList is a list of LVMVolumeGroups.
+type LVMVolumeGroupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LVMVolumeGroup `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&LVMVolumeGroup{}, &LVMVolumeGroupList{})
+}

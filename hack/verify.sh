@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# make verify: regenerates code and manifests and fails if anything they produce differs from the
+# tree, then checks gofmt, go vet, go mod tidy and golangci-lint.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GENERATED=(api config/crd/bases config/rbac config/webhook)
+fail=0
+
+snapshot="$(mktemp -d)"
+trap 'rm -rf "${snapshot}"' EXIT
+for p in "${GENERATED[@]}"; do
+	if [[ -e "$p" ]]; then
+		mkdir -p "${snapshot}/$(dirname "$p")"
+		cp -a "$p" "${snapshot}/$p"
+	fi
+done
+
+echo "verify: regenerating code and manifests" >&2
+make --no-print-directory generate manifests >/dev/null
+
+for p in "${GENERATED[@]}"; do
+	if ! diff -ruN "${snapshot}/$p" "$p" >"${snapshot}/diff.txt" 2>&1; then
+		echo "verify: FAIL: generated files under $p are stale; run 'make generate manifests' and commit:" >&2
+		head -40 "${snapshot}/diff.txt" >&2
+		fail=1
+	fi
+done
+
+echo "verify: gofmt" >&2
+unformatted="$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l)"
+if [[ -n "${unformatted}" ]]; then
+	echo "verify: FAIL: gofmt would change:" >&2
+	echo "${unformatted}" >&2
+	fail=1
+fi
+
+echo "verify: go mod tidy" >&2
+if ! go mod tidy -diff >&2; then
+	echo "verify: FAIL: go.mod/go.sum are not tidy; run 'go mod tidy'" >&2
+	fail=1
+fi
+
+echo "verify: go vet" >&2
+go vet ./... || fail=1
+go vet -tags guest ./... || fail=1
+
+echo "verify: golangci-lint" >&2
+lint="$(bash hack/golangci-lint.sh | tail -1)"
+"${lint}" run ./... || fail=1
+
+if [[ "${fail}" -ne 0 ]]; then
+	echo "verify: FAILED" >&2
+	exit 1
+fi
+echo "verify: OK" >&2
