@@ -52,7 +52,7 @@ build_pkg() { # dir name
 run_pkg() { # dir name
 	local args=(-test.v -test.count=1)
 	[[ -n "${RUN_RE}" ]] && args+=("-test.run=${RUN_RE}")
-	"${WORK}/umlrun" -standard-layout -timeout "${TIMEOUT}" -share "${WORK}/bin" -dir "${ROOT}/$1" \
+	"${WORK}/umlrun" -standard-layout -timeout "${TIMEOUT}" -dir "${ROOT}/$1" \
 		-- "${WORK}/bin/$2.test" "${args[@]}" >"${WORK}/logs/$2.log" 2>&1
 }
 

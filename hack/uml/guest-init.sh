@@ -52,8 +52,9 @@ mount_pseudo() {
 	mkdir -p /dev/pts /dev/shm
 	mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts || die "mount /dev/pts"
 	mount -t tmpfs -o mode=1777 tmpfs /dev/shm || die "mount /dev/shm"
+	# /run is fresh: the host's holds its own lvm locks and sockets. /tmp stays the overlay's
+	# view of the host's /tmp (binaries built there remain visible; writes stay in the guest).
 	mount -t tmpfs -o mode=0755 tmpfs /run || die "mount /run"
-	mount -t tmpfs -o mode=1777 tmpfs /tmp || die "mount /tmp"
 	mkdir -p /run/lock/lvm /run/lvm
 	hostname lvms-guest 2>/dev/null
 	ip link set lo up 2>/dev/null

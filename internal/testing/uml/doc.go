@@ -20,9 +20,9 @@
 //     [Options.Env]. LVMS_GUEST_OUT names a directory shared read-write with the host
 //     ([Options.OutDir], or a temporary one).
 //   - Each directory in [Options.SharedDirs] is mounted read-write at the same path as on the
-//     host. Everything else of the host is visible read-only (writes land in the overlay), except
-//     /tmp, /run and /dev/shm, which are fresh tmpfs: a command binary built under /tmp must be
-//     in a shared directory.
+//     host. Everything else of the host, /tmp included, is visible at its host path, and writes
+//     to it stay in the guest's overlay; only /run and /dev/shm are fresh tmpfs. So a command
+//     binary built anywhere on the host runs as is, and testdata is read in place.
 //   - The console (the command's stdout and stderr) is streamed to [Options.Stdout].
 //   - [Options.SerialLines] hands host files (e.g. one end of a socketpair) to the guest as
 //     serial lines /dev/ttyS<n>, a transport for talking to agents inside the guest.

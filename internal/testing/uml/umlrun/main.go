@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -101,10 +100,6 @@ func configure(opts *uml.Options, standard bool, disks string, roLast bool, envs
 			return fmt.Errorf("-env %q: want K=V", kv)
 		}
 		opts.Env[k] = v
-	}
-	// A command built under the host's /tmp is hidden by the guest's own /tmp unless shared.
-	if cmd := opts.Command[0]; filepath.IsAbs(cmd) && strings.HasPrefix(cmd, os.TempDir()+"/") {
-		opts.SharedDirs = append(opts.SharedDirs, filepath.Dir(cmd))
 	}
 	return nil
 }
