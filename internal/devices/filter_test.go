@@ -162,7 +162,7 @@ func TestWipe(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d := exectest.Diff(f, "dmsetup remove vg-pool", "dmsetup remove vg-pool_tdata",
-			"wipefs --all --force /dev/sdb1", "wipefs --all --force /dev/sdb"); d != "" {
+			"wipefs --all --force /dev/sdb1", "wipefs --all --force /dev/sdb", "partx -d /dev/sdb"); d != "" {
 			t.Error(d)
 		}
 	})

@@ -72,6 +72,13 @@ func (h *Host) Wipe(ctx context.Context, dev string, opt WipeOptIn) error {
 			return fmt.Errorf("wipe %s: %w", dev, err)
 		}
 	}
+	if len(targets) > 1 {
+		// The partition table is gone, but the kernel may keep the
+		// partitions (wipefs' re-read request can fail); drop them.
+		if _, err := exec.Run(ctx, h.exec, "partx", "-d", "/dev/"+name); err != nil {
+			return fmt.Errorf("wipe %s: remove partitions from the kernel: %w", dev, err)
+		}
+	}
 	return nil
 }
 
