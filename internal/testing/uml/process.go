@@ -16,7 +16,9 @@ type guestProc struct {
 	stdinW  *os.File // kept open so the console never reads EOF
 	conR    *os.File
 	drained chan struct{}
-	waited  chan error
+	// exited is closed once UML has exited and been reaped. Its exit status carries no
+	// information (UML exits 0 whatever the guest did), so it is not kept.
+	exited chan struct{}
 }
 
 // startUML starts the UML process in its own process group with the console on a pipe copied
@@ -52,13 +54,16 @@ func startUML(kernel string, args []string, preload, runDir string, serial []Ser
 		_ = conR.Close()
 		return nil, fmt.Errorf("start %s: %w", kernel, err)
 	}
-	p := &guestProc{cmd: cmd, stdinW: stdinW, conR: conR, drained: make(chan struct{}), waited: make(chan error, 1)}
+	p := &guestProc{cmd: cmd, stdinW: stdinW, conR: conR, drained: make(chan struct{}), exited: make(chan struct{})}
 	go func() {
 		_, _ = io.Copy(con, conR) // ends at EOF or when conR is closed
 		con.flush()
 		close(p.drained)
 	}()
-	go func() { p.waited <- cmd.Wait() }()
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
 	return p, nil
 }
 
@@ -72,10 +77,10 @@ func (p *guestProc) killGroup() {
 func (p *guestProc) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.waited:
+	case <-p.exited:
 	case <-time.After(termGrace):
 		p.killGroup()
-		<-p.waited
+		<-p.exited
 	}
 }
 
@@ -84,13 +89,13 @@ func (p *guestProc) stop() {
 func (p *guestProc) wait(ctx context.Context, con *console) error {
 	var ctxErr error
 	select {
-	case <-p.waited:
+	case <-p.exited:
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
 		p.stop()
 	case <-con.exitSeen:
 		select {
-		case <-p.waited:
+		case <-p.exited:
 		case <-time.After(shutdownGrace):
 			p.stop()
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -109,5 +110,58 @@ func TestUMLRunTimeoutKillsGuest(t *testing.T) {
 	}
 	if res == nil || res.Total > time.Minute {
 		t.Errorf("result %+v: want a prompt stop", res)
+	}
+}
+
+// TestUMLSerialLine checks the transport a node agent in a guest will use: a host socket handed
+// to the guest as /dev/ttyS1, carrying bytes both ways.
+func TestUMLSerialLine(t *testing.T) {
+	requireUML(t)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Non-blocking, so the host end honours read deadlines.
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	host, guest := os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "guest")
+	defer host.Close()
+	defer guest.Close()
+	if err := host.SetDeadline(time.Now().Add(2 * time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// The guest speaks first (bytes arriving before it opens the tty would be dropped), the host
+	// answers.
+	hostErr := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 256)
+		var got []byte
+		for !bytes.Contains(got, []byte("from-guest")) {
+			n, err := host.Read(buf)
+			if err != nil {
+				hostErr <- fmt.Errorf("host read after %q: %w", got, err)
+				return
+			}
+			got = append(got, buf[:n]...)
+		}
+		_, err := host.Write([]byte("from-host\n"))
+		hostErr <- err
+	}()
+	res, err := Run(context.Background(), Options{
+		Command: []string{"/bin/sh", "-c", `stty -F /dev/ttyS1 raw -echo && exec 3<>/dev/ttyS1 && ` +
+			`echo from-guest >&3 && head -n1 <&3`},
+		SerialLines: []SerialLine{{Index: 1, File: guest}},
+		MemoryMiB:   128,
+		Timeout:     time.Minute,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err := <-hostErr; err != nil {
+		t.Error(err)
+	}
+	if res.ExitCode != 0 || !bytes.Contains(res.Output, []byte("\nfrom-host\n")) {
+		t.Errorf("guest did not read the host's line: exit %d\n%s", res.ExitCode, res.Output)
 	}
 }
