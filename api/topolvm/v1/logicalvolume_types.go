@@ -126,7 +126,3 @@ type LogicalVolumeList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []LogicalVolume `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&LogicalVolume{}, &LogicalVolumeList{})
-}
