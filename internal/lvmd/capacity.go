@@ -1,0 +1,194 @@
+package lvmd
+
+import (
+	"math"
+	"slices"
+
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
+)
+
+// Capacity is the capacity of one device class.
+type Capacity struct {
+	DeviceClass string
+	VolumeGroup string
+	Default     bool
+	// Ready is false when the VG (or the thin pool) does not exist or the
+	// VG is not tagged as ours.
+	Ready bool
+	// FreeBytes is what new LVs may take: VG free minus spare (thick), or
+	// overprovision ratio × pool size minus the virtual sizes of the pool's
+	// thin LVs (thin); never negative.
+	FreeBytes uint64
+	// SizeBytes is the VG size (thick) or the thin pool size (thin).
+	SizeBytes uint64
+	// ThinPool is set for thin classes whose pool exists.
+	ThinPool *ThinPoolCapacity
+}
+
+// ThinPoolCapacity describes the thin pool of a thin class.
+type ThinPoolCapacity struct {
+	Name            string
+	SizeBytes       uint64
+	DataPercent     float64
+	MetadataPercent float64
+	// VirtualBytes is the sum of the virtual sizes of the pool's thin LVs.
+	VirtualBytes       uint64
+	OverprovisionRatio float64
+}
+
+// capacitiesEqual compares two capacity lists (for coalescing Watch).
+func capacitiesEqual(a, b []Capacity) bool {
+	return slices.EqualFunc(a, b, func(x, y Capacity) bool {
+		if x.ThinPool == nil || y.ThinPool == nil {
+			return x == y
+		}
+		xs, ys := x, y
+		xs.ThinPool, ys.ThinPool = nil, nil
+		return xs == ys && *x.ThinPool == *y.ThinPool
+	})
+}
+
+// pending holds the capacity reserved by creates and resizes that are
+// running: physical bytes per VG and virtual bytes per thin pool.
+type pending struct {
+	vg   map[string]uint64
+	pool map[string]uint64 // key vg/pool
+}
+
+func newPending() pending {
+	return pending{vg: map[string]uint64{}, pool: map[string]uint64{}}
+}
+
+// classCapacity computes the capacity of dc from s and the reservations p.
+func classCapacity(dc *DeviceClass, s *lvm.State, p pending) Capacity {
+	c := Capacity{DeviceClass: dc.Name, VolumeGroup: dc.VolumeGroup, Default: dc.Default}
+	if s == nil {
+		return c
+	}
+	vg, ok := s.VG(dc.VolumeGroup)
+	if !ok || !vg.Owned() {
+		return c
+	}
+	if !dc.IsThin() {
+		c.Ready = true
+		c.SizeBytes = vg.Size
+		c.FreeBytes = sub(sub(vg.Free, p.vg[vg.Name]), dc.SpareBytes())
+		return c
+	}
+	pool, ok := s.LV(vg.Name, dc.ThinPool.Name)
+	if !ok || !pool.Attr.IsThinPool() {
+		return c
+	}
+	virtual := thinVirtualBytes(s, vg.Name, pool.Name) + p.pool[vg.Name+"/"+pool.Name]
+	c.Ready = true
+	c.SizeBytes = pool.Size
+	c.FreeBytes = sub(overprovisioned(pool.Size, dc.ThinPool.OverprovisionRatio), virtual)
+	c.ThinPool = &ThinPoolCapacity{
+		Name: pool.Name, SizeBytes: pool.Size, DataPercent: pool.DataPercent,
+		MetadataPercent: pool.MetadataPercent, VirtualBytes: virtual,
+		OverprovisionRatio: dc.ThinPool.OverprovisionRatio,
+	}
+	return c
+}
+
+// thinVirtualBytes sums the virtual sizes of the thin LVs (including thin
+// snapshots) in pool.
+func thinVirtualBytes(s *lvm.State, vg, pool string) uint64 {
+	var sum uint64
+	for _, lv := range s.LVs {
+		if lv.VGName == vg && lv.PoolLV == pool && lv.Attr.IsThin() {
+			sum += lv.Size
+		}
+	}
+	return sum
+}
+
+func overprovisioned(size uint64, ratio float64) uint64 {
+	f := math.Floor(float64(size) * ratio)
+	if f >= math.MaxUint64 {
+		return math.MaxUint64
+	}
+	return uint64(f)
+}
+
+// sub returns a-b, or 0 when b > a.
+func sub(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
+}
+
+// roundUp rounds n up to a multiple of unit (unit 0 leaves n unchanged).
+func roundUp(n, unit uint64) uint64 {
+	if unit == 0 || n%unit == 0 {
+		return n
+	}
+	return n + unit - n%unit
+}
+
+// layout is how a thick LV's extents are spread over PVs.
+type layout struct {
+	raid    lvm.RAIDType
+	mirrors int
+	stripes int
+}
+
+// layoutOf returns the layout the class gives its thick LVs. Options of an
+// lvcreate option class are opaque, so an option class is treated as
+// linear; the periodic refresh corrects the estimate.
+func layoutOf(dc *DeviceClass, optionClass bool) layout {
+	switch {
+	case optionClass:
+		return layout{}
+	case dc.RAID != nil:
+		return layout{raid: dc.RAID.Type, mirrors: dc.RAID.Mirrors, stripes: dc.RAID.Stripes}
+	case dc.Stripe != nil:
+		return layout{stripes: int(*dc.Stripe)}
+	}
+	return layout{}
+}
+
+// lvSize returns the size lvm2 gives an LV asked for size bytes: whole
+// extents, and a whole number of extents per stripe.
+func (l layout) lvSize(size, extent uint64) uint64 {
+	s := roundUp(size, extent)
+	if n := uint64(l.dataStripes()); n > 1 {
+		s = roundUp(s, n*extent)
+	}
+	return s
+}
+
+// dataStripes is the number of stripes the LV's data is split over.
+func (l layout) dataStripes() int {
+	switch l.raid {
+	case lvm.RAID1:
+		return 1
+	case lvm.RAID4, lvm.RAID5, lvm.RAID10:
+		return max(l.stripes, 2)
+	case lvm.RAID6:
+		return max(l.stripes, 3)
+	}
+	return max(l.stripes, 1)
+}
+
+// physical estimates the VG bytes an LV of lvSize takes: the data plus
+// RAID copies or parity and one metadata extent per RAID image.
+func (l layout) physical(lvSize, extent uint64) uint64 {
+	stripes := uint64(l.dataStripes())
+	perImage := lvSize / stripes
+	var images uint64
+	switch l.raid {
+	case "":
+		return lvSize
+	case lvm.RAID1:
+		images = uint64(max(l.mirrors, 1)) + 1
+	case lvm.RAID10:
+		images = stripes * (uint64(max(l.mirrors, 1)) + 1)
+	case lvm.RAID4, lvm.RAID5:
+		images = stripes + 1
+	case lvm.RAID6:
+		images = stripes + 2
+	}
+	return images * (perImage + extent)
+}

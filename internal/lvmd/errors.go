@@ -1,0 +1,52 @@
+package lvmd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
+)
+
+// Sentinel errors of the service; test with errors.Is. The gRPC server maps
+// them to status codes (see codeOf) and the Client maps codes back.
+var (
+	// ErrNotFound: the LV (or a snapshot's source) does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrInsufficientCapacity: the device class lacks the capacity asked
+	// for (gRPC ResourceExhausted).
+	ErrInsufficientCapacity = errors.New("insufficient capacity")
+	// ErrInvalidArgument: the request or the configuration is invalid.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrUnknownDeviceClass: no such device class (also ErrInvalidArgument).
+	ErrUnknownDeviceClass = fmt.Errorf("%w: unknown device class", ErrInvalidArgument)
+	// ErrAlreadyExists: an LV of that name exists with another size or
+	// kind.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrNotOurs: the LV exists but does not carry lvmd's ownership tag, so
+	// lvmd will not touch it.
+	ErrNotOurs = errors.New("not managed by lvms")
+	// ErrNotReady: the device class's VG or thin pool does not exist (yet).
+	ErrNotReady = errors.New("device class not ready")
+)
+
+// lvmError maps an internal/lvm error to the service's sentinels, keeping
+// the original in the chain.
+func lvmError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case lvm.IsInsufficientSpace(err):
+		return fmt.Errorf("%w: %w", ErrInsufficientCapacity, err)
+	case lvm.IsNotFound(err):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case lvm.IsAlreadyExists(err):
+		return fmt.Errorf("%w: %w", ErrAlreadyExists, err)
+	case lvm.IsInUse(err):
+		return fmt.Errorf("%w: %w", ErrInUse, err)
+	case lvm.IsNotOurs(err):
+		return fmt.Errorf("%w: %w", ErrNotOurs, err)
+	case errors.Is(err, lvm.ErrInvalidArgument):
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return err
+}

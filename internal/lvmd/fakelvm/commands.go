@@ -1,0 +1,191 @@
+package fakelvm
+
+import (
+	"strconv"
+	"strings"
+)
+
+// lvcreate handles thick, thin, RAID/striped (extent accounting only) and
+// snapshot creates.
+func (f *LVM) lvcreate(a args) error {
+	if len(a.pos) != 1 {
+		return failf(3, "Please specify a volume group or origin")
+	}
+	vgName, origin, _ := strings.Cut(a.pos[0], "/")
+	v, err := f.findVG(vgName)
+	if err != nil {
+		return err
+	}
+	name := a.get("-n")
+	if name == "" {
+		return failf(3, "Please specify a logical volume name")
+	}
+	if v.lv(name) != nil {
+		return failf(5, "Logical Volume \"%s\" already exists in volume group \"%s\"", name, v.name)
+	}
+	l := &lv{name: name, tags: a.opts["--addtag"], uuid: f.uuid()}
+	perm := byte('w')
+	if a.get("-p") == "r" {
+		perm = 'r'
+	}
+	switch {
+	case a.has("-s"):
+		err = f.snapshot(v, l, origin, a, perm)
+	case a.get("--type") == "thin" || a.has("--thinpool"):
+		err = thin(v, l, a, perm)
+	default:
+		err = thick(v, l, a, perm)
+	}
+	if err != nil {
+		return err
+	}
+	v.lvs = append(v.lvs, l)
+	return nil
+}
+
+func thin(v *vg, l *lv, a args, perm byte) error {
+	pool := v.lv(a.get("--thinpool"))
+	if pool == nil || pool.attr[0] != 't' {
+		return failf(5, "Failed to find logical volume \"%s/%s\"", v.name, a.get("--thinpool"))
+	}
+	size, err := parseBytes(a.get("-V"))
+	if err != nil {
+		return err
+	}
+	l.size, l.pool, l.attr = ceil(size, v.extent)*v.extent, pool.name, []byte{'V', perm, 'i', '-', 'a', '-', 't', 'z', '-', '-'}
+	return nil
+}
+
+func thick(v *vg, l *lv, a args, perm byte) error {
+	size, err := parseBytes(a.get("-L"))
+	if err != nil {
+		return err
+	}
+	stripes, mirrors := atoi(a.get("-i")), atoi(a.get("-m"))
+	ext := ceil(size, v.extent)
+	data := max(stripes, 1)
+	images := uint64(1)
+	switch a.get("--type") {
+	case "raid1":
+		images = uint64(max(mirrors, 1) + 1)
+	case "raid5", "raid4":
+		data = max(stripes, 2)
+		images = uint64(data + 1)
+	case "raid6":
+		data = max(stripes, 3)
+		images = uint64(data + 2)
+	case "raid10":
+		data = max(stripes, 2)
+		images = uint64(data * (max(mirrors, 1) + 1))
+	}
+	ext = ceil(ext, uint64(data)) * uint64(data)
+	phys := ext
+	if images > 1 {
+		phys = images * (ext/uint64(data) + 1)
+	}
+	if phys > v.freeExtents() {
+		return failf(5, "Volume group \"%s\" has insufficient free space (%d extents): %d required.", v.name, v.freeExtents(), phys)
+	}
+	l.size, l.physical, l.attr = ext*v.extent, phys, []byte{'-', perm, 'i', '-', 'a', '-', '-', '-', '-', '-'}
+	return nil
+}
+
+func (f *LVM) snapshot(v *vg, l *lv, originName string, a args, perm byte) error {
+	origin := v.lv(originName)
+	if origin == nil {
+		return failf(5, "Failed to find logical volume \"%s/%s\"", v.name, originName)
+	}
+	l.origin = origin.name
+	if !a.has("-L") {
+		if origin.attr[0] != 'V' {
+			return failf(3, "Snapshot of %s needs a size (not a thin volume)", originName)
+		}
+		l.size, l.pool = origin.size, origin.pool
+		l.attr = []byte{'V', perm, 'i', '-', 'a', '-', 't', 'z', '-', '-'}
+		return nil
+	}
+	size, err := parseBytes(a.get("-L"))
+	if err != nil {
+		return err
+	}
+	ext := ceil(size, v.extent)
+	if ext > v.freeExtents() {
+		return failf(5, "Volume group \"%s\" has insufficient free space (%d extents): %d required.", v.name, v.freeExtents(), ext)
+	}
+	l.size, l.physical = ext*v.extent, ext
+	l.attr = []byte{'s', perm, 'i', '-', 'a', '-', 's', '-', '-', '-'}
+	origin.attr[0] = 'o'
+	return nil
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+func (f *LVM) target(a args) (*vg, *lv, error) {
+	if len(a.pos) != 1 {
+		return nil, nil, failf(3, "Please specify one logical volume path")
+	}
+	vgName, name, _ := strings.Cut(a.pos[0], "/")
+	v, err := f.findVG(vgName)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := v.lv(name)
+	if l == nil {
+		return nil, nil, failf(5, "Failed to find logical volume \"%s/%s\"", vgName, name)
+	}
+	return v, l, nil
+}
+
+// lvremove removes an LV (and the copy-on-write snapshots of an origin).
+func (f *LVM) lvremove(a args) error {
+	v, l, err := f.target(a)
+	if err != nil {
+		return err
+	}
+	if l.attr[5] == 'o' {
+		return failf(5, "Logical volume %s/%s contains a filesystem in use.", v.name, l.name)
+	}
+	keep := v.lvs[:0]
+	for _, o := range v.lvs {
+		if o == l || (o.origin == l.name && o.attr[0] == 's') {
+			continue
+		}
+		if o.origin == l.name && o.attr[0] == 'V' {
+			o.origin = ""
+		}
+		keep = append(keep, o)
+	}
+	v.lvs = keep
+	return nil
+}
+
+// lvextend grows an LV (-L <n>b), rounding like lvm2.
+func (f *LVM) lvextend(a args) error {
+	v, l, err := f.target(a)
+	if err != nil {
+		return err
+	}
+	size, err := parseBytes(a.get("-L"))
+	if err != nil {
+		return err
+	}
+	ext := ceil(size, v.extent)
+	cur := l.size / v.extent
+	switch {
+	case ext == cur:
+		return failf(5, "New size (%d extents) matches existing size (%d extents).", ext, cur)
+	case ext < cur:
+		return failf(5, "New size given (%d extents) not larger than existing size (%d extents)", ext, cur)
+	}
+	if l.attr[0] != 'V' {
+		if ext-cur > v.freeExtents() {
+			return failf(5, "Insufficient free space: %d extents needed, but only %d available", ext-cur, v.freeExtents())
+		}
+		l.physical += ext - cur
+	}
+	l.size = ext * v.extent
+	return nil
+}

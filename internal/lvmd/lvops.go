@@ -1,0 +1,233 @@
+package lvmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
+)
+
+// ErrInUse: the LV cannot be removed now (it is open, or it is the origin of
+// copy-on-write snapshots, which lvremove would remove with it).
+var ErrInUse = errors.New("in use")
+
+// lookup returns the class's VG and the owned LV name of the class from the
+// cache; s.mu held.
+func (s *Service) lookup(dc *DeviceClass, name string) (lvm.VG, lvm.LV, error) {
+	vg, _, err := s.classVG(dc)
+	if err != nil {
+		return vg, lvm.LV{}, err
+	}
+	lv, ok := s.state.LV(vg.Name, name)
+	switch {
+	case !ok || lv.Hidden:
+		return vg, lv, fmt.Errorf("%w: LV %s/%s", ErrNotFound, vg.Name, name)
+	case !owned(lv):
+		return vg, lv, fmt.Errorf("%w: LV %s has no tag %s", ErrNotOurs, lv.FullName(), lvm.Tag)
+	case !inClass(dc, lv):
+		return vg, lv, fmt.Errorf("%w: LV %s is not a volume of device class %s", ErrInvalidArgument, lv.FullName(), dc.Name)
+	}
+	return vg, lv, nil
+}
+
+// GetLV returns an LV of a device class ("" = default) from the cache.
+func (s *Service) GetLV(ctx context.Context, name, class string) (LV, error) {
+	dc, err := s.classes.Config().DeviceClass(class)
+	if err != nil {
+		return LV{}, fmt.Errorf("get LV %s: %w", name, err)
+	}
+	if err := s.ensureState(ctx); err != nil {
+		return LV{}, fmt.Errorf("get LV %s: %w", name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, lv, err := s.lookup(dc, name)
+	if err != nil {
+		return LV{}, fmt.Errorf("get LV %s: %w", name, err)
+	}
+	return toLV(dc, lv), nil
+}
+
+// ListLVs returns the LVs lvmd created in a device class ("" = default),
+// from the cache, sorted by name.
+func (s *Service) ListLVs(ctx context.Context, class string) ([]LV, error) {
+	dc, err := s.classes.Config().DeviceClass(class)
+	if err != nil {
+		return nil, fmt.Errorf("list LVs: %w", err)
+	}
+	if err := s.ensureState(ctx); err != nil {
+		return nil, fmt.Errorf("list LVs: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []LV
+	for _, lv := range s.state.LVs {
+		if inClass(dc, lv) && owned(lv) {
+			out = append(out, toLV(dc, lv))
+		}
+	}
+	slices.SortFunc(out, func(a, b LV) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// RemoveLV removes an LV lvmd created. Removing an LV that does not exist
+// succeeds without running a command.
+func (s *Service) RemoveLV(ctx context.Context, name, class string) error {
+	dc, err := s.classes.Config().DeviceClass(class)
+	if err == nil {
+		err = validateLVName(name)
+	}
+	if err != nil {
+		return fmt.Errorf("remove LV %s: %w", name, err)
+	}
+	defer s.locks.lock(dc.VolumeGroup + "/" + name)()
+	if err := s.ensureState(ctx); err != nil {
+		return fmt.Errorf("remove LV %s: %w", name, err)
+	}
+	vg, freed, err := s.planRemove(dc, name)
+	if err != nil || vg.Name == "" {
+		return wrapf(err, "remove LV %s", name)
+	}
+	if err := s.lvm.RemoveLV(ctx, vg, name); err != nil {
+		if lvm.IsNotFound(err) {
+			return s.refreshAfterFailure(ctx, nil)
+		}
+		return s.refreshAfterFailure(ctx, fmt.Errorf("remove LV %s: %w", name, lvmError(err)))
+	}
+	s.apply(func(st *lvm.State) {
+		if _, ok := st.LV(vg.Name, name); !ok {
+			return
+		}
+		st.LVs = slices.DeleteFunc(st.LVs, func(lv lvm.LV) bool {
+			return lv.VGName == vg.Name && (lv.Name == name || (lv.Hidden && isSubLV(name, lv.Name)))
+		})
+		updateVG(st, vg.Name, func(v *lvm.VG) {
+			v.LVCount--
+			giveBytes(v, freed)
+		})
+	})
+	return nil
+}
+
+// planRemove returns the VG of the LV to remove and the VG bytes removing it
+// frees; a zero VG when there is nothing to remove.
+func (s *Service) planRemove(dc *DeviceClass, name string) (lvm.VG, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vg, lv, err := s.lookup(dc, name)
+	if errors.Is(err, ErrNotFound) {
+		return lvm.VG{}, 0, nil
+	}
+	if err != nil {
+		return lvm.VG{}, 0, err
+	}
+	if lv.Attr.IsThin() {
+		return vg, 0, nil
+	}
+	var freed, subs uint64
+	for _, o := range s.state.LVs {
+		if o.VGName != vg.Name {
+			continue
+		}
+		if o.Origin == name && o.Attr.IsSnapshot() {
+			return lvm.VG{}, 0, fmt.Errorf("%w: LV %s has copy-on-write snapshot %s", ErrInUse, lv.FullName(), o.Name)
+		}
+		if o.Hidden && isSubLV(name, o.Name) {
+			subs += o.Size
+		}
+	}
+	freed = lv.Size
+	if subs > 0 {
+		freed = subs
+	}
+	return vg, freed, nil
+}
+
+// isSubLV reports whether hidden LV sub is a RAID or mirror image, metadata
+// or log of lv.
+func isSubLV(lv, sub string) bool {
+	rest, ok := strings.CutPrefix(sub, lv+"_")
+	if !ok {
+		return false
+	}
+	for _, p := range []string{"rimage_", "rmeta_", "mimage_", "mlog"} {
+		if strings.HasPrefix(rest, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// ResizeLV grows an LV to size bytes (rounded up as lvm2 does). A size not
+// larger than the current one returns the LV unchanged without a command.
+func (s *Service) ResizeLV(ctx context.Context, name, class string, size uint64) (LV, error) {
+	dc, err := s.classes.Config().DeviceClass(class)
+	if err == nil {
+		err = validateLVName(name)
+	}
+	if err != nil {
+		return LV{}, fmt.Errorf("resize LV %s: %w", name, err)
+	}
+	defer s.locks.lock(dc.VolumeGroup + "/" + name)()
+	if err := s.ensureState(ctx); err != nil {
+		return LV{}, fmt.Errorf("resize LV %s: %w", name, err)
+	}
+	vg, c, current, err := s.planResize(dc, name, size)
+	if err != nil || c == nil {
+		return current, wrapf(err, "resize LV %s", name)
+	}
+	if err := s.lvm.ExtendLV(ctx, vg, name, lvm.ExtendOptions{Size: c.lv.Size}); err != nil {
+		s.release(c)
+		return LV{}, s.refreshAfterFailure(ctx, fmt.Errorf("resize LV %s: %w", name, lvmError(err)))
+	}
+	s.mu.Lock()
+	s.releaseLocked(c)
+	s.mu.Unlock()
+	newSize := c.lv.Size
+	s.apply(func(st *lvm.State) {
+		i := slices.IndexFunc(st.LVs, func(lv lvm.LV) bool { return lv.VGName == vg.Name && lv.Name == name })
+		if i < 0 || st.LVs[i].Size >= newSize {
+			return
+		}
+		st.LVs[i].Size = newSize
+		updateVG(st, vg.Name, func(v *lvm.VG) { takeBytes(v, c.physical) })
+	})
+	current.Size = newSize
+	return current, nil
+}
+
+// planResize validates a resize and reserves its capacity; a nil change
+// means the LV is large enough already.
+func (s *Service) planResize(dc *DeviceClass, name string, size uint64) (lvm.VG, *change, LV, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vg, lv, err := s.lookup(dc, name)
+	if err != nil {
+		return vg, nil, LV{}, err
+	}
+	current := toLV(dc, lv)
+	if lv.Attr.IsSnapshot() {
+		return vg, nil, LV{}, fmt.Errorf("%w: LV %s is a copy-on-write snapshot", ErrInvalidArgument, lv.FullName())
+	}
+	l := layoutOf(dc, false)
+	newSize := l.lvSize(size, vg.ExtentSize)
+	if dc.IsThin() {
+		newSize = roundUp(size, vg.ExtentSize)
+	}
+	if newSize <= lv.Size {
+		return vg, nil, current, nil
+	}
+	c := &change{vg: vg.Name, lv: lvm.LV{Name: name, VGName: vg.Name, Size: newSize}}
+	if dc.IsThin() {
+		c.poolKey, c.virtual = vg.Name+"/"+lv.PoolLV, newSize-lv.Size
+	} else {
+		c.physical = sub(l.physical(newSize, vg.ExtentSize), l.physical(lv.Size, vg.ExtentSize))
+	}
+	if err := s.reserve(dc, c); err != nil {
+		return vg, nil, LV{}, err
+	}
+	return vg, c, current, nil
+}

@@ -1,0 +1,252 @@
+package lvmd
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
+)
+
+// DefaultRefreshInterval is how often Run re-reads the full LVM state when
+// Options.RefreshInterval is zero.
+const DefaultRefreshInterval = 10 * time.Minute
+
+// Options configure a Service.
+type Options struct {
+	// Executor runs lvm; required.
+	Executor exec.Executor
+	// Classes holds the device classes; required.
+	Classes *DeviceClassManager
+	// RefreshInterval is the period of Run's full state read (default
+	// DefaultRefreshInterval).
+	RefreshInterval time.Duration
+}
+
+// Service is the LV service. Its methods are safe for concurrent use; calls
+// for the same LV are serialized, calls for different LVs run in parallel
+// (lvm2 serializes them per VG itself).
+type Service struct {
+	exec     exec.Executor
+	lvm      *lvm.Client
+	classes  *DeviceClassManager
+	interval time.Duration
+	locks    *keyedMutex
+	watch    *notifier[[]Capacity]
+
+	// refreshMu serializes full state reads.
+	refreshMu sync.Mutex
+
+	// mu guards the fields below; it is never held across a command.
+	mu    sync.Mutex
+	state *lvm.State
+	res   pending
+	// journal records the cache changes applied while a full state read is
+	// running (refreshing > 0); they are replayed onto the new state, since
+	// the read may have been taken before they happened.
+	refreshing int
+	journal    []func(*lvm.State)
+}
+
+// NewService returns a Service. It reads no state until the first call that
+// needs it, Refresh or Run.
+func NewService(o Options) (*Service, error) {
+	if o.Executor == nil || o.Classes == nil {
+		return nil, fmt.Errorf("new lvmd service: %w: executor and device classes are required", ErrInvalidArgument)
+	}
+	if o.RefreshInterval <= 0 {
+		o.RefreshInterval = DefaultRefreshInterval
+	}
+	return &Service{
+		exec:     o.Executor,
+		lvm:      lvm.New(o.Executor),
+		classes:  o.Classes,
+		interval: o.RefreshInterval,
+		locks:    newKeyedMutex(),
+		watch:    newNotifier(capacitiesEqual),
+		res:      newPending(),
+	}, nil
+}
+
+// Classes returns the service's device class manager.
+func (s *Service) Classes() *DeviceClassManager { return s.classes }
+
+// Run reads the state, then keeps it fresh until ctx ends: every refresh
+// interval and whenever the device classes are replaced. Refresh failures
+// are logged (logger from ctx) and retried on the next tick. It returns the
+// error of the first read, or nil when ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx)
+	if err := s.Refresh(ctx); err != nil {
+		return err
+	}
+	classes := s.classes.Watch(ctx)
+	<-classes // the current configuration, already used by Refresh
+	tick := time.NewTicker(s.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-classes:
+			if !ok {
+				return nil
+			}
+			log.V(1).Info("Device classes replaced, reading LVM state")
+			s.publish()
+		case <-tick.C:
+		}
+		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Reading LVM state failed")
+		}
+	}
+}
+
+// Refresh reads the full LVM state with one `lvm fullreport`, replaces the
+// cache and publishes capacities.
+func (s *Service) Refresh(ctx context.Context) error {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	s.mu.Lock()
+	s.refreshing++
+	s.mu.Unlock()
+
+	st, err := s.lvm.State(ctx)
+
+	s.mu.Lock()
+	s.refreshing--
+	journal := s.journal
+	if s.refreshing == 0 {
+		s.journal = nil
+	}
+	if err == nil {
+		for _, apply := range journal {
+			apply(st)
+		}
+		s.state = st
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("refresh: %w", lvmError(err))
+	}
+	s.publish()
+	return nil
+}
+
+// ensureState reads the state if it has never been read.
+func (s *Service) ensureState(ctx context.Context) error {
+	s.mu.Lock()
+	loaded := s.state != nil
+	s.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	return s.Refresh(ctx)
+}
+
+// apply changes the cached state with f (idempotent: it must leave a state
+// that already reflects the change as it is) and publishes capacities.
+func (s *Service) apply(f func(*lvm.State)) {
+	s.mu.Lock()
+	if s.state != nil {
+		f(s.state)
+	}
+	if s.refreshing > 0 {
+		s.journal = append(s.journal, f)
+	}
+	s.mu.Unlock()
+	s.publish()
+}
+
+// refreshAfterFailure re-reads the state after a failed change, so the cache
+// follows whatever lvm2 did. Its own failure is joined to the change's.
+func (s *Service) refreshAfterFailure(ctx context.Context, err error) error {
+	if rerr := s.Refresh(context.WithoutCancel(ctx)); rerr != nil {
+		return fmt.Errorf("%w (and %w)", err, rerr)
+	}
+	return err
+}
+
+// Capacities returns the capacity of every device class from the cache.
+func (s *Service) Capacities(ctx context.Context) ([]Capacity, error) {
+	if err := s.ensureState(ctx); err != nil {
+		return nil, err
+	}
+	return s.capacities(), nil
+}
+
+// Capacity returns the capacity of device class name ("" = default).
+func (s *Service) Capacity(ctx context.Context, name string) (Capacity, error) {
+	dc, err := s.classes.DeviceClass(name)
+	if err != nil {
+		return Capacity{}, err
+	}
+	if err := s.ensureState(ctx); err != nil {
+		return Capacity{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return classCapacity(&dc, s.state, s.res), nil
+}
+
+func (s *Service) capacities() []Capacity {
+	cfg := s.classes.Config()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Capacity, 0, len(cfg.DeviceClasses))
+	for i := range cfg.DeviceClasses {
+		out = append(out, classCapacity(&cfg.DeviceClasses[i], s.state, s.res))
+	}
+	return out
+}
+
+// publish sends the current capacities to watchers (if they changed).
+func (s *Service) publish() {
+	s.watch.publish(s.capacities())
+}
+
+// Watch returns a channel receiving the capacities of all device classes:
+// the current ones at once (after the first state read), then new ones after
+// each change. A slow reader only gets the newest. The channel is closed when
+// ctx ends.
+func (s *Service) Watch(ctx context.Context) <-chan []Capacity {
+	return s.watch.subscribe(ctx)
+}
+
+// keyedMutex serializes work per key (LV).
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func newKeyedMutex() *keyedMutex { return &keyedMutex{locks: map[string]*keyedEntry{}} }
+
+// lock locks key and returns its unlock function.
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	e := k.locks[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.locks[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if e.refs--; e.refs == 0 {
+			delete(k.locks, key)
+		}
+	}
+}

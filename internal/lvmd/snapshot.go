@@ -1,0 +1,123 @@
+package lvmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
+)
+
+// SnapshotRequest asks for a snapshot of an LV in the same device class.
+type SnapshotRequest struct {
+	Name string
+	// DeviceClass "" selects the default class.
+	DeviceClass string
+	// Source is the LV to snapshot.
+	Source string
+	// Size is required for thick classes: the copy-on-write space in bytes
+	// (rounded up to whole extents). Thin snapshots have the source's
+	// virtual size; Size is ignored.
+	Size uint64
+	// ReadOnly makes a read-only snapshot (a VolumeSnapshot); otherwise it
+	// is writable (a clone, or a volume restored from a snapshot).
+	ReadOnly bool
+	// Tags are added to the ownership tag.
+	Tags []string
+}
+
+// CreateSnapshot creates a snapshot of an LV lvmd created: in a thin class a
+// thin snapshot in the same pool, active at once; in a thick class a
+// copy-on-write snapshot of req.Size bytes. A snapshot of the same name and
+// source that exists already is returned. On a service whose state has been
+// read it runs exactly one lvm command.
+func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, error) {
+	dc, err := s.classes.Config().DeviceClass(req.DeviceClass)
+	if err == nil {
+		err = validateLVName(req.Name)
+	}
+	if err == nil {
+		err = validateLVName(req.Source)
+	}
+	tags, terr := lvTags(req.Tags)
+	if err == nil {
+		err = terr
+	}
+	if err == nil && !dc.IsThin() && req.Size == 0 {
+		err = fmt.Errorf("%w: a snapshot in thick device class %s needs a size", ErrInvalidArgument, dc.Name)
+	}
+	if err != nil {
+		return LV{}, fmt.Errorf("create snapshot %s of %s: %w", req.Name, req.Source, err)
+	}
+	defer s.locks.lock(dc.VolumeGroup + "/" + req.Name)()
+
+	plan := func() (*change, *LV, error) { return s.planSnapshot(dc, req, tags) }
+	c, existing, err := s.withState(ctx, plan)
+	if err != nil || existing != nil {
+		return deref(existing), wrapf(err, "create snapshot %s of %s", req.Name, req.Source)
+	}
+	var cow uint64
+	if !dc.IsThin() {
+		cow = c.lv.Size
+	}
+	args := snapshotArgs(c.vg, req.Source, req.Name, cow, req.ReadOnly, tags)
+	if _, err := exec.Run(ctx, s.exec, lvm.Command, args...); err != nil {
+		s.release(c)
+		err = fmt.Errorf("create snapshot %s of %s: %w", req.Name, req.Source, lvmError(err))
+		return LV{}, s.refreshAfterFailure(ctx, err)
+	}
+	s.commit(c)
+	return toLV(dc, c.lv), nil
+}
+
+// planSnapshot validates a snapshot against the cache and reserves its
+// capacity; it returns the existing snapshot for a repeated request.
+func (s *Service) planSnapshot(dc *DeviceClass, req SnapshotRequest, tags []string) (*change, *LV, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vg, src, err := s.lookup(dc, req.Source)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source: %w", err)
+	}
+	if lv, ok := s.state.LV(vg.Name, req.Name); ok {
+		out, err := existingSnapshot(dc, lv, req)
+		return nil, out, err
+	}
+	if src.Attr.IsSnapshot() {
+		return nil, nil, fmt.Errorf("%w: %s is a copy-on-write snapshot", ErrInvalidArgument, src.FullName())
+	}
+	perm := "w"
+	if req.ReadOnly {
+		perm = "r"
+	}
+	c := &change{vg: vg.Name, lv: lvm.LV{
+		Name: req.Name, VGName: vg.Name, Origin: src.Name, Tags: tags,
+		Path: "/dev/" + vg.Name + "/" + req.Name, DMPath: dmPath(vg.Name, req.Name),
+	}}
+	if dc.IsThin() {
+		c.lv.Size, c.lv.PoolLV, c.lv.Attr = src.Size, src.PoolLV, mustAttr("V"+perm+"i-a-tz--")
+		c.poolKey, c.virtual = vg.Name+"/"+src.PoolLV, src.Size
+	} else {
+		c.lv.Size, c.lv.Attr = roundUp(req.Size, vg.ExtentSize), mustAttr("s"+perm+"i-a-s---")
+		c.physical = c.lv.Size
+	}
+	if err := s.reserve(dc, c); err != nil {
+		return nil, nil, err
+	}
+	return c, nil, nil
+}
+
+// existingSnapshot returns lv as the result of a repeated snapshot request,
+// or why it is not.
+func existingSnapshot(dc *DeviceClass, lv lvm.LV, req SnapshotRequest) (*LV, error) {
+	switch {
+	case !owned(lv):
+		return nil, fmt.Errorf("%w: LV %s exists without tag %s", ErrNotOurs, lv.FullName(), lvm.Tag)
+	case !inClass(dc, lv) || lv.Origin != req.Source:
+		return nil, fmt.Errorf("%w: LV %s exists and is not a snapshot of %s", ErrAlreadyExists, lv.FullName(), req.Source)
+	case lv.Attr.Writable() == req.ReadOnly:
+		return nil, fmt.Errorf("%w: snapshot %s exists with another access mode", ErrAlreadyExists, lv.FullName())
+	}
+	out := toLV(dc, lv)
+	return &out, nil
+}
