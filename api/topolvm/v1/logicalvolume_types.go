@@ -21,8 +21,8 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="self.name == oldSelf.name",message="spec.name is immutable"
 // +kubebuilder:validation:XValidation:rule="self.nodeName == oldSelf.nodeName",message="spec.nodeName is immutable: a logical volume cannot move to another node"
-// +kubebuilder:validation:XValidation:rule="(has(self.deviceClass) ? self.deviceClass : ”) == (has(oldSelf.deviceClass) ? oldSelf.deviceClass : ”)",message="spec.deviceClass is immutable"
-// +kubebuilder:validation:XValidation:rule="(has(self.source) ? self.source : ”) == (has(oldSelf.source) ? oldSelf.source : ”)",message="spec.source is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.deviceClass) == has(oldSelf.deviceClass) && (!has(self.deviceClass) || self.deviceClass == oldSelf.deviceClass)",message="spec.deviceClass is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.source) == has(oldSelf.source) && (!has(self.source) || self.source == oldSelf.source)",message="spec.source is immutable"
 // +kubebuilder:validation:XValidation:rule="!has(self.accessType) || has(self.source)",message="spec.accessType is only meaningful with spec.source"
 type LogicalVolumeSpec struct {
 	// Name is the CSI volume name the LV was requested under.
