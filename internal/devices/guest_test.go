@@ -118,6 +118,15 @@ func TestGuestDeviceFilterAndWipe(t *testing.T) {
 	g.sh("", "lvm", "pvcreate", orphan)
 	g.sh("", "mkfs.ext4", "-q", "-F", wipe)
 
+	if dir := os.Getenv("LVMS_CAPTURE_DIR"); dir != "" {
+		raw, err := exec.Run(t.Context(), g.exec, "lsblk", devices.LsblkArgs()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "lsblk-guest-prepared.json"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	got := g.plan("dfnew")
 	lvDev := "/dev/mapper/dfours-lv1"
 	dm := dmKernelName(t, "dfours-lv1")
@@ -159,6 +168,12 @@ func TestGuestDeviceFilterAndWipe(t *testing.T) {
 		t.Errorf("own PV rejected: %q", r)
 	}
 
+	checkSelector(t, g, blank, ext4)
+	testWipe(t, g, wipe, parted)
+}
+
+func checkSelector(t *testing.T, g *guest, blank, ext4 string) {
+	t.Helper()
 	// Selector: everything else is "not in the device selector".
 	verdicts, err := g.host.Plan(t.Context(), devices.Policy{VGName: "dfnew", Selector: []string{blank, ext4}})
 	if err != nil {
@@ -170,8 +185,6 @@ func TestGuestDeviceFilterAndWipe(t *testing.T) {
 			t.Errorf("%s: reasons %q with selector", v.Device.Name, v.Reasons)
 		}
 	}
-
-	testWipe(t, g, wipe, parted)
 }
 
 func testWipe(t *testing.T, g *guest, wipe, parted string) {

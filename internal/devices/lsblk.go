@@ -116,9 +116,14 @@ func Flatten(devs []BlockDevice) []BlockDevice {
 	return out
 }
 
+// LsblkArgs returns the arguments List passes to lsblk (for fakes).
+func LsblkArgs() []string {
+	return []string{"--json", "--paths", "--bytes", "-o", lsblkColumns}
+}
+
 // List runs lsblk and returns the device tree.
 func (h *Host) List(ctx context.Context) ([]BlockDevice, error) {
-	out, err := exec.Run(ctx, h.exec, "lsblk", "--json", "--paths", "--bytes", "-o", lsblkColumns)
+	out, err := exec.Run(ctx, h.exec, "lsblk", LsblkArgs()...)
 	if err != nil {
 		return nil, fmt.Errorf("list block devices: %w", err)
 	}

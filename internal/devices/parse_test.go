@@ -146,3 +146,48 @@ func FuzzParseMountInfo(f *testing.F) {
 		ParseBlkid(data)
 	})
 }
+
+func TestParseLsblkGuestCapture(t *testing.T) {
+	// Captured in the UML guest (util-linux 2.38.1, no udev) by
+	// TestGuestDeviceFilterAndWipe after preparing the disks: ubdb has a GPT
+	// partition named "boot", ubdc ext4, ubdd and ubde are PVs, ubde holds an
+	// LV, ubdh is read-only. lsblk reports no FSTYPE and no PARTLABEL at all.
+	data, err := os.ReadFile(filepath.Join("testdata", "lsblk-guest-prepared.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := ParseLsblk(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := Flatten(tree)
+	if len(all) != 10 {
+		t.Fatalf("got %d devices", len(all))
+	}
+	byName := map[string]BlockDevice{}
+	for _, d := range all {
+		byName[d.Name] = d
+		if d.FSType != "" || d.PartLabel != "" {
+			t.Errorf("%s: udev data %q %q in a udev-less guest", d.Name, d.FSType, d.PartLabel)
+		}
+	}
+	if d := byName["/dev/ubdh"]; !d.ReadOnly || d.Size != 1<<30 {
+		t.Errorf("ubdh = %+v", d)
+	}
+	if d := byName["/dev/ubdb1"]; d.Type != "part" || d.PKName != "/dev/ubdb" || d.Size != 64<<20 {
+		t.Errorf("ubdb1 = %+v", d)
+	}
+	if d := byName["/dev/mapper/dfours-lv1"]; d.Type != "lvm" || d.PKName != "/dev/ubde" {
+		t.Errorf("lv = %+v", d)
+	}
+	// What lsblk alone would allow, and what the probed facts (as measured
+	// in the guest) change.
+	policy := Policy{VGName: "dfnew", PVs: map[string]string{"/dev/ubdd": "dfforeign", "/dev/ubde": "dfours"}}
+	if v := Evaluate(Candidate{Device: byName["/dev/ubdc"]}, policy); !v.Usable() {
+		t.Errorf("lsblk-only view of the ext4 disk: %q", v.Reasons)
+	}
+	probed := Candidate{Device: byName["/dev/ubdc"], Facts: Facts{Signatures: []string{"ext4"}}}
+	if v := Evaluate(probed, policy); !slices.Equal(v.Reasons, []string{"has a filesystem signature: ext4"}) {
+		t.Errorf("probed ext4 disk: %q", v.Reasons)
+	}
+}

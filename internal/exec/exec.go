@@ -45,7 +45,7 @@ func CommandLine(name string, args []string) string {
 	for _, a := range args {
 		b.WriteByte(' ')
 		if a == "" || strings.ContainsAny(a, " \t\n'\"\\|&;<>()$`*?[]{}") {
-			b.WriteString(fmt.Sprintf("%q", a))
+			fmt.Fprintf(&b, "%q", a)
 			continue
 		}
 		b.WriteString(a)

@@ -5,6 +5,8 @@ package lvm_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -66,6 +68,33 @@ func TestGuestThickVolumesAndState(t *testing.T) {
 		t.Error("lin inactive after vgchange -ay")
 	}
 
+	checkTypedErrors(t, g, vg)
+	checkGrowShrink(t, g, vg, disks[2])
+
+	// Teardown through the API: vgremove refuses while LVs exist.
+	if err := g.lvm.RemoveVG(ctx, vg); err == nil {
+		t.Fatal("vgremove of a VG with LVs succeeded")
+	}
+	g.must(g.lvm.RemoveLV(ctx, vg, "lin"))
+	g.must(g.lvm.RemoveLV(ctx, vg, "str"))
+	g.must(g.lvm.RemoveVG(ctx, vg))
+	s = g.state()
+	if _, ok := s.VG("gthick"); ok {
+		t.Error("VG still present after vgremove")
+	}
+	for _, d := range disks[:2] {
+		orphan, ok := s.PV(d)
+		if !ok || !orphan.Orphan() {
+			t.Errorf("%s after vgremove: %+v %t", d, orphan, ok)
+			continue
+		}
+		g.must(g.lvm.RemovePV(ctx, orphan))
+	}
+}
+
+func checkTypedErrors(t *testing.T, g *guest, vg lvm.VG) {
+	t.Helper()
+	ctx := t.Context()
 	// Typed errors.
 	err := g.lvm.RemoveLV(ctx, vg, "nope")
 	if !lvm.IsNotFound(err) {
@@ -89,42 +118,26 @@ func TestGuestThickVolumesAndState(t *testing.T) {
 	if err := g.lvm.ExtendLV(ctx, vg, "lin", lvm.ExtendOptions{Size: 100 * mib}); err != nil {
 		t.Errorf("extend to the current size: %v", err)
 	}
+}
 
+func checkGrowShrink(t *testing.T, g *guest, vg lvm.VG, disk string) {
+	t.Helper()
+	ctx := t.Context()
 	// VG growth and shrink.
-	g.cleanupDisks("gthick", disks[2])
-	g.must(g.lvm.ExtendVG(ctx, vg, disks[2]))
+	g.cleanupDisks("gthick", disk)
+	g.must(g.lvm.ExtendVG(ctx, vg, disk))
 	if got := g.vg("gthick").PVCount; got != 3 {
 		t.Errorf("PVs after vgextend = %d", got)
 	}
-	g.must(g.lvm.ReduceVG(ctx, vg, disks[2]))
-	s = g.state()
-	if pv, _ := s.PV(disks[2]); !pv.Orphan() {
-		t.Errorf("%s after vgreduce = %+v", disks[2], pv)
+	g.must(g.lvm.ReduceVG(ctx, vg, disk))
+	s := g.state()
+	if pv, _ := s.PV(disk); !pv.Orphan() {
+		t.Errorf("%s after vgreduce = %+v", disk, pv)
 	}
-	pv, _ := s.PV(disks[2])
+	pv, _ := s.PV(disk)
 	g.must(g.lvm.RemovePV(ctx, pv))
-	if _, ok := g.state().PV(disks[2]); ok {
-		t.Errorf("%s still a PV after pvremove", disks[2])
-	}
-
-	// Teardown through the API: vgremove refuses while LVs exist.
-	if err := g.lvm.RemoveVG(ctx, vg); err == nil {
-		t.Fatal("vgremove of a VG with LVs succeeded")
-	}
-	g.must(g.lvm.RemoveLV(ctx, vg, "lin"))
-	g.must(g.lvm.RemoveLV(ctx, vg, "str"))
-	g.must(g.lvm.RemoveVG(ctx, vg))
-	s = g.state()
-	if _, ok := s.VG("gthick"); ok {
-		t.Error("VG still present after vgremove")
-	}
-	for _, d := range disks[:2] {
-		orphan, ok := s.PV(d)
-		if !ok || !orphan.Orphan() {
-			t.Errorf("%s after vgremove: %+v %t", d, orphan, ok)
-			continue
-		}
-		g.must(g.lvm.RemovePV(ctx, orphan))
+	if _, ok := g.state().PV(disk); ok {
+		t.Errorf("%s still a PV after pvremove", disk)
 	}
 }
 
@@ -258,5 +271,42 @@ func TestGuestExecCounts(t *testing.T) {
 	}
 	if _, err := exec.Run(ctx, g.host, "lvm", "lvs", "gcount/nope"); !lvm.IsNotFound(err) {
 		t.Errorf("IsNotFound on a raw exec error: %v", err)
+	}
+}
+
+// TestGuestReportCapture builds a VG with every LV kind, checks that the raw
+// report parses like State, and writes it to $LVMS_CAPTURE_DIR when set (how
+// testdata/fullreport-guest-all-kinds.json was captured).
+func TestGuestReportCapture(t *testing.T) {
+	g := newGuest(t)
+	ctx := t.Context()
+	disks := guestDisks(t, 2)
+	vg := g.vgOn("gcap", disks...)
+	g.must(g.lvm.CreateThinPool(ctx, vg, lvm.ThinPoolOptions{Name: "pool", Size: 256 * mib, ChunkSize: 64 << 10}))
+	g.must(g.lvm.CreateThinLV(ctx, vg, lvm.ThinLVOptions{Name: "thin", Pool: "pool", VirtualSize: gib, Tags: []string{"pvc-x"}}))
+	g.sh("dd", "if=/dev/urandom", "of=/dev/gcap/thin", "bs=1M", "count=8", "oflag=direct")
+	g.must(g.lvm.CreateSnapshot(ctx, vg, lvm.SnapshotOptions{Name: "tsnap", Origin: "thin", ReadOnly: true}))
+	g.must(g.lvm.CreateSnapshot(ctx, vg, lvm.SnapshotOptions{Name: "tclone", Origin: "thin", Activate: true}))
+	g.must(g.lvm.CreateLV(ctx, vg, lvm.LVOptions{Name: "mirror", Size: 16 * mib, RAID: lvm.RAID1, Mirrors: 1}))
+	g.must(g.lvm.CreateLV(ctx, vg, lvm.LVOptions{Name: "thick", Size: 32 * mib}))
+	g.must(g.lvm.CreateSnapshot(ctx, vg, lvm.SnapshotOptions{Name: "cow", Origin: "thick", Size: 8 * mib}))
+	raw, err := execRun(g, lvm.Command, lvm.ReportArgs("gcap")...)
+	g.must(err)
+	parsed, err := lvm.ParseReport(raw)
+	g.must(err)
+	s, err := g.lvm.State(ctx, "gcap")
+	g.must(err)
+	if len(parsed.LVs) != len(s.LVs) || len(s.LVsOf("gcap")) != 7 {
+		t.Errorf("raw report has %d LVs, State %d (%d visible)", len(parsed.LVs), len(s.LVs), len(s.LVsOf("gcap")))
+	}
+	for _, lv := range s.LVs {
+		t.Logf("%-22s attr=%s hidden=%-5t seg=%-9s size=%d data=%.2f meta=%.2f pool=%s origin=%s",
+			lv.Name, lv.Attr, lv.Hidden, lv.SegType(), lv.Size, lv.DataPercent, lv.MetadataPercent, lv.PoolLV, lv.Origin)
+	}
+	if dir := os.Getenv("LVMS_CAPTURE_DIR"); dir != "" {
+		g.must(os.WriteFile(filepath.Join(dir, "fullreport-guest-all-kinds.json"), raw, 0o644))
+	}
+	for _, n := range []string{"cow", "thick", "mirror", "tclone", "tsnap", "thin", "pool"} {
+		g.must(g.lvm.RemoveLV(ctx, vg, n))
 	}
 }

@@ -62,6 +62,22 @@ func TestGuestThinPoolAndSnapshots(t *testing.T) {
 		t.Errorf("pool usage after writing: data %.2f%% metadata %.2f%%", p.DataPercent, p.MetadataPercent)
 	}
 
+	checkThinSnapshots(t, g, vg, sum)
+	checkThinGrowth(t, g, vg)
+
+	// Removing the pool's users, then the pool.
+	for _, n := range []string{"snap", "clone", "big", "thin0", "thin1", "thin2", "thin3", "thin4"} {
+		g.must(g.lvm.RemoveLV(ctx, vg, n))
+	}
+	g.must(g.lvm.RemoveLV(ctx, vg, "pool"))
+	if lvs := g.state().LVsOf("gthin"); len(lvs) != 0 {
+		t.Errorf("LVs left: %+v", lvs)
+	}
+}
+
+func checkThinSnapshots(t *testing.T, g *guest, vg lvm.VG, sum string) {
+	t.Helper()
+	ctx := t.Context()
 	// Thin snapshot, activated in the same lvcreate.
 	timed(t, "lvcreate thin snapshot (active)", func() error {
 		return g.lvm.CreateSnapshot(ctx, vg, lvm.SnapshotOptions{Name: "clone", Origin: "thin0", Activate: true})
@@ -91,7 +107,11 @@ func TestGuestThinPoolAndSnapshots(t *testing.T) {
 	if _, err := execRun(g, "dd", "if=/dev/zero", "of="+snap.Path, "bs=4096", "count=1", "oflag=direct"); err == nil {
 		t.Error("writing to a read-only snapshot succeeded")
 	}
+}
 
+func checkThinGrowth(t *testing.T, g *guest, vg lvm.VG) {
+	t.Helper()
+	ctx := t.Context()
 	// Grow a thin LV, the pool data and the pool metadata.
 	timed(t, "lvextend thin", func() error {
 		return g.lvm.ExtendLV(ctx, vg, "thin1", lvm.ExtendOptions{Size: 2 * gib})
@@ -107,15 +127,6 @@ func TestGuestThinPoolAndSnapshots(t *testing.T) {
 	g.must(g.lvm.ExtendLV(ctx, vg, "pool", lvm.ExtendOptions{Extents: lvm.PercentOf(80, "VG")}))
 	if got := g.lv("gthin", "pool").Size; got <= before {
 		t.Errorf("pool size after extend to 80%%VG = %d, before %d", got, before)
-	}
-
-	// Removing the pool's users, then the pool.
-	for _, n := range []string{"snap", "clone", "big", "thin0", "thin1", "thin2", "thin3", "thin4"} {
-		g.must(g.lvm.RemoveLV(ctx, vg, n))
-	}
-	g.must(g.lvm.RemoveLV(ctx, vg, "pool"))
-	if lvs := g.state().LVsOf("gthin"); len(lvs) != 0 {
-		t.Errorf("LVs left: %+v", lvs)
 	}
 }
 

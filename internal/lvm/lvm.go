@@ -54,7 +54,7 @@ func (c *Client) State(ctx context.Context, vgs ...string) (*State, error) {
 		}
 	}
 	var s *State
-	err := c.exec.Exec(ctx, exec.Cmd{Name: Command, Args: reportArgs(vgs), Stdout: func(r io.Reader) error {
+	err := c.exec.Exec(ctx, exec.Cmd{Name: Command, Args: ReportArgs(vgs...), Stdout: func(r io.Reader) error {
 		var err error
 		s, err = DecodeReport(r)
 		return err

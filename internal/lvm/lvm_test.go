@@ -182,10 +182,10 @@ func TestErrorClassification(t *testing.T) {
 				t.Error("classified error lost the *exec.Error")
 			}
 			// The helpers also work on unclassified errors.
-			if tt.want == ErrNotFound && !IsNotFound(raw) {
+			if errors.Is(tt.want, ErrNotFound) && !IsNotFound(raw) {
 				t.Error("IsNotFound(raw) = false")
 			}
-			if tt.want == ErrInsufficientSpace && !IsInsufficientSpace(raw) {
+			if errors.Is(tt.want, ErrInsufficientSpace) && !IsInsufficientSpace(raw) {
 				t.Error("IsInsufficientSpace(raw) = false")
 			}
 		})
@@ -204,9 +204,9 @@ func TestExtendSameSizeSucceeds(t *testing.T) {
 }
 
 func TestStateOneExec(t *testing.T) {
-	f := exectest.New().On(exectest.OK(`{"report":[{"vg":[{"vg_name":"vg1","vg_tags":"lvms"}]}]}`), "lvm", reportArgs([]string{"vg1"})...).
-		On(exectest.Fail(5, `  Volume group "vg2" not found`), "lvm", reportArgs([]string{"vg2"})...).
-		On(exectest.OK(`{"report":[{"vg":[{"vg_name":"home","vg_tags":""}]}]}`), "lvm", reportArgs([]string{"home"})...)
+	f := exectest.New().On(exectest.OK(`{"report":[{"vg":[{"vg_name":"vg1","vg_tags":"lvms"}]}]}`), "lvm", ReportArgs("vg1")...).
+		On(exectest.Fail(5, `  Volume group "vg2" not found`), "lvm", ReportArgs("vg2")...).
+		On(exectest.OK(`{"report":[{"vg":[{"vg_name":"home","vg_tags":""}]}]}`), "lvm", ReportArgs("home")...)
 	c := New(f)
 	vg, err := c.OwnedVG(t.Context(), "vg1")
 	if err != nil || vg.Name != "vg1" {

@@ -21,9 +21,10 @@ const (
 	pvsegColumns = "pvseg_start"
 )
 
-// reportArgs returns the `lvm fullreport` arguments for a state read of vgs
-// (all VGs and orphan PVs when empty).
-func reportArgs(vgs []string) []string {
+// ReportArgs returns the `lvm fullreport` arguments (after "lvm") of a
+// state read of vgs (all VGs and orphan PVs when none are given); fakes use
+// it to script State.
+func ReportArgs(vgs ...string) []string {
 	args := []string{
 		"fullreport", "--reportformat", "json", "--units", "b", "--nosuffix",
 		"--configreport", "vg", "-o", vgColumns,

@@ -11,8 +11,9 @@ type State struct {
 	VGs []VG
 	// PVs holds every PV, including orphans (VGName "").
 	PVs []PV
-	// LVs holds every LV, including hidden ones (pool data/metadata, RAID
-	// images); see LV.Hidden.
+	// LVs holds the LVs lvm2 reports: fullreport lists visible LVs only
+	// (no pool data/metadata or RAID images); LV.Hidden marks such internal
+	// LVs should a report include them.
 	LVs []LV
 }
 
