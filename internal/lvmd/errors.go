@@ -25,6 +25,10 @@ var (
 	// ErrNotOurs: the LV exists but does not carry lvmd's ownership tag, so
 	// lvmd will not touch it.
 	ErrNotOurs = errors.New("not managed by lvms")
+	// ErrInUse: the LV cannot be removed now (it is open, or it is the
+	// origin of copy-on-write snapshots, which lvremove would remove with
+	// it).
+	ErrInUse = errors.New("in use")
 	// ErrNotReady: the device class's VG or thin pool does not exist (yet).
 	ErrNotReady = errors.New("device class not ready")
 )

@@ -103,3 +103,5 @@ func wantErr(t *testing.T, err, want error) {
 		t.Fatalf("error %v, want %v", err, want)
 	}
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -10,10 +10,6 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
-// ErrInUse: the LV cannot be removed now (it is open, or it is the origin of
-// copy-on-write snapshots, which lvremove would remove with it).
-var ErrInUse = errors.New("in use")
-
 // lookup returns the class's VG and the owned LV name of the class from the
 // cache; s.mu held.
 func (s *Service) lookup(dc *DeviceClass, name string) (lvm.VG, lvm.LV, error) {

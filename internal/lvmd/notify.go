@@ -63,10 +63,3 @@ func (n *notifier[T]) subscribe(ctx context.Context) <-chan T {
 	}()
 	return ch
 }
-
-// current returns the last published value.
-func (n *notifier[T]) current() (T, bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.value, n.set
-}

@@ -65,7 +65,9 @@ func Serve(ctx context.Context, svc *Service, path string, gracePeriod time.Dura
 	case <-time.After(gracePeriod):
 		g.Stop()
 	}
-	<-done
+	if err := <-done; err != nil {
+		return fmt.Errorf("serve gRPC on %s: %w", path, err)
+	}
 	return nil
 }
 
