@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+)
+
+// GetCapacity reports the free bytes of a device class from the nodes' capacity annotations: of the
+// node named by the topology segment, or the sum over all nodes when no topology is given.
+// MaximumVolumeSize is the largest free space of one node (a volume never spans nodes).
+func (s *Server) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
+	if caps := req.GetVolumeCapabilities(); len(caps) > 0 {
+		if err := lvmcsi.ValidateCapabilities(caps); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+	}
+	dc := req.GetParameters()[lvmcsi.ParamDeviceClass]
+	if segs := req.GetAccessibleTopology().GetSegments(); len(segs) > 0 {
+		node, ok := segs[lvmcsi.TopologyNodeKey]
+		if !ok {
+			return &csi.GetCapacityResponse{}, nil
+		}
+		free, err := s.nodeCapacity(ctx, node, dc)
+		if err != nil {
+			return nil, rpcError(err)
+		}
+		return capacityResponse(free, free), nil
+	}
+	capacities, err := s.capacities(ctx, dc)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	var total, largest int64
+	for _, c := range capacities {
+		total += c.free
+		largest = max(largest, c.free)
+	}
+	return capacityResponse(total, largest), nil
+}
+
+func capacityResponse(available, maxVolume int64) *csi.GetCapacityResponse {
+	return &csi.GetCapacityResponse{
+		AvailableCapacity: available,
+		MaximumVolumeSize: wrapperspb.Int64(maxVolume),
+	}
+}
+
+type nodeFree struct {
+	node string
+	free int64
+}
+
+// capacities lists the free bytes of device class dc on every node that publishes it.
+func (s *Server) capacities(ctx context.Context, dc string) ([]nodeFree, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "NodeList"})
+	if err := s.cache.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	var out []nodeFree
+	for i := range list.Items {
+		if free, ok := annotatedCapacity(&list.Items[i], dc); ok {
+			out = append(out, nodeFree{node: list.Items[i].Name, free: free})
+		}
+	}
+	return out, nil
+}
+
+// nodeCapacity is the free bytes of dc on node; 0 for unknown nodes.
+func (s *Server) nodeCapacity(ctx context.Context, node, dc string) (int64, error) {
+	m := nodeMetadata()
+	if err := s.cache.Get(ctx, client.ObjectKey{Name: node}, m); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("get node %s: %w", node, err)
+	}
+	free, _ := annotatedCapacity(m, dc)
+	return free, nil
+}
+
+// annotatedCapacity parses the capacity annotation of dc (decimal bytes); malformed values count as 0.
+func annotatedCapacity(m *metav1.PartialObjectMetadata, dc string) (int64, bool) {
+	v, ok := m.Annotations[lvmcsi.CapacityAnnotation(dc)]
+	if !ok {
+		return 0, false
+	}
+	free, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || free < 0 {
+		return 0, true
+	}
+	return free, true
+}
+
+// pickNode chooses the node of a new volume: the first node named by the preferred, then the
+// requisite topology; without topology (immediate binding), the node with the most free space.
+func (s *Server) pickNode(ctx context.Context, top *csi.TopologyRequirement, dc string) (string, error) {
+	for _, t := range append(top.GetPreferred(), top.GetRequisite()...) {
+		if n := t.GetSegments()[lvmcsi.TopologyNodeKey]; n != "" {
+			return n, nil
+		}
+	}
+	capacities, err := s.capacities(ctx, dc)
+	if err != nil {
+		return "", err
+	}
+	best := nodeFree{free: -1}
+	for _, c := range capacities {
+		if c.free > best.free {
+			best = c
+		}
+	}
+	if best.free <= 0 {
+		return "", fmt.Errorf("%w: no node publishes free space for device class %q", errNoCapacity, dc)
+	}
+	return best.node, nil
+}
+
+// topologyAllows reports whether a volume on node satisfies top. With preferred segments the first one
+// is the node the scheduler selected, so it must be that node.
+func topologyAllows(top *csi.TopologyRequirement, node string) bool {
+	if p := top.GetPreferred(); len(p) > 0 {
+		if n, ok := p[0].GetSegments()[lvmcsi.TopologyNodeKey]; ok {
+			return n == node
+		}
+	}
+	req := top.GetRequisite()
+	if len(req) == 0 {
+		return true
+	}
+	for _, t := range req {
+		if t.GetSegments()[lvmcsi.TopologyNodeKey] == node {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,170 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+)
+
+func TestCreateVolumeIsIdempotent(t *testing.T) {
+	name := uniqueName("pvc")
+	first := mustCreate(t, createReq(name))
+	second := mustCreate(t, createReq(name))
+	if first.GetVolumeId() == "" || first.GetVolumeId() != second.GetVolumeId() {
+		t.Fatalf("volume IDs %q and %q, want the same non-empty ID", first.GetVolumeId(), second.GetVolumeId())
+	}
+	if got := first.GetAccessibleTopology()[0].GetSegments()[lvmcsi.TopologyNodeKey]; got != nodeA {
+		t.Errorf("topology node %q, want %q", got, nodeA)
+	}
+	if first.GetCapacityBytes() != lvmcsi.GiB {
+		t.Errorf("capacity %d, want %d", first.GetCapacityBytes(), lvmcsi.GiB)
+	}
+	lv := getLV(t, name)
+	if lv.Spec.Name != name || lv.Spec.NodeName != nodeA || lv.Spec.Source != "" {
+		t.Errorf("LogicalVolume spec %+v", lv.Spec)
+	}
+}
+
+func TestCreateVolumeSizeMismatchIsAlreadyExists(t *testing.T) {
+	name := uniqueName("pvc")
+	mustCreate(t, createReq(name, withRange(lvmcsi.GiB, 0)))
+	_, err := srv.CreateVolume(testCtx(t), createReq(name, withRange(2*lvmcsi.GiB, 0)))
+	wantCode(t, err, codes.AlreadyExists)
+	// A smaller request that the existing volume satisfies is the same volume.
+	mustCreate(t, createReq(name, withRange(lvmcsi.GiB/2, 0)))
+}
+
+func TestCreateVolumeSizes(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []reqOpt
+		want int64 // spec.size
+	}{
+		{"zero request is 1Gi", []reqOpt{withRange(0, 0)}, lvmcsi.GiB},
+		{"rounded up to 4096", []reqOpt{withRange(100*lvmcsi.MiB+1, 0)}, 100*lvmcsi.MiB + 4096},
+		{"ext4 minimum", []reqOpt{withRange(1, 0)}, 32 * lvmcsi.MiB},
+		{"xfs minimum", []reqOpt{withRange(1, 0), withCaps(mountCap("xfs"))}, 300 * lvmcsi.MiB},
+		{"btrfs minimum", []reqOpt{withRange(1, 0), withCaps(mountCap("btrfs"))}, 200 * lvmcsi.MiB},
+		{"block minimum", []reqOpt{withRange(1, 0), withCaps(blockCap())}, 8 * lvmcsi.MiB},
+		{"fstype from parameters", []reqOpt{withRange(1, 0), withCaps(mountCap("")),
+			withParam(lvmcsi.ParamFSType, "xfs")}, 300 * lvmcsi.MiB},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := uniqueName("size")
+			mustCreate(t, createReq(name, tt.opts...))
+			if got := getLV(t, name).Spec.Size.Value(); got != tt.want {
+				t.Errorf("spec.size %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCreateVolumeRejectsInvalidRequests(t *testing.T) {
+	multi := mountCap("ext4")
+	multi.AccessMode.Mode = csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+	reader := mountCap("ext4")
+	reader.AccessMode.Mode = csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
+	tests := []struct {
+		name string
+		req  *csi.CreateVolumeRequest
+		want codes.Code
+	}{
+		{"no name", createReq(""), codes.InvalidArgument},
+		{"no capabilities", createReq(uniqueName("bad"), withCaps()), codes.InvalidArgument},
+		{"multi-node access", createReq(uniqueName("bad"), withCaps(multi)), codes.InvalidArgument},
+		{"read-only access", createReq(uniqueName("bad"), withCaps(reader)), codes.InvalidArgument},
+		{"unsupported filesystem", createReq(uniqueName("bad"), withCaps(mountCap("ntfs"))), codes.InvalidArgument},
+		{"limit below xfs minimum", createReq(uniqueName("bad"), withCaps(mountCap("xfs")),
+			withRange(0, 100*lvmcsi.MiB)), codes.OutOfRange},
+		{"required above limit", createReq(uniqueName("bad"), withRange(2*lvmcsi.GiB, lvmcsi.GiB)), codes.OutOfRange},
+		{"unknown snapshot", createReq(uniqueName("bad"), fromSnapshot("no-such-snapshot")), codes.NotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := srv.CreateVolume(testCtx(t), tt.req)
+			wantCode(t, err, tt.want)
+			if name := tt.req.GetName(); name != "" && getLV(t, name) != nil {
+				t.Errorf("a LogicalVolume %s was created for an invalid request", name)
+			}
+		})
+	}
+}
+
+func TestCreateVolumeWithoutTopologyPicksTheNodeWithMostSpace(t *testing.T) {
+	v := mustCreate(t, createReq(uniqueName("pvc"), noTopology()))
+	if got := v.GetAccessibleTopology()[0].GetSegments()[lvmcsi.TopologyNodeKey]; got != nodeB {
+		t.Errorf("node %q, want %q (20Gi free)", got, nodeB)
+	}
+	_, err := srv.CreateVolume(testCtx(t), createReq(uniqueName("pvc"), noTopology(),
+		withParam(lvmcsi.ParamDeviceClass, "nowhere")))
+	wantCode(t, err, codes.ResourceExhausted)
+}
+
+func TestCreateVolumeNodeFailureIsMappedAndCleanedUp(t *testing.T) {
+	name := uniqueName("pvc")
+	_, err := srv.CreateVolume(testCtx(t), createReq(name, onNode(nodeFull)))
+	wantCode(t, err, codes.ResourceExhausted)
+	if lv := getLV(t, name); lv != nil && lv.DeletionTimestamp == nil {
+		t.Errorf("the failed LogicalVolume was kept, so a retry could never succeed")
+	}
+}
+
+func TestSnapshotAndCloneStayOnTheSourceNode(t *testing.T) {
+	src := mustCreate(t, createReq(uniqueName("src"), withParam(lvmcsi.ParamDeviceClass, "ssd")))
+	snapName := uniqueName("snap")
+	snap, err := srv.CreateSnapshot(testCtx(t), &csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: src.GetVolumeId()})
+	if err != nil {
+		t.Fatalf("CreateSnapshot: %v", err)
+	}
+	again, err := srv.CreateSnapshot(testCtx(t), &csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: src.GetVolumeId()})
+	if err != nil || again.GetSnapshot().GetSnapshotId() != snap.GetSnapshot().GetSnapshotId() {
+		t.Fatalf("repeated CreateSnapshot: %v, %v", again, err)
+	}
+	lv := getLV(t, snapName)
+	if lv.Spec.AccessType != topolvmv1.AccessTypeReadOnly || lv.Spec.Source != src.GetVolumeId() ||
+		lv.Spec.NodeName != nodeA || lv.Spec.DeviceClass != "ssd" {
+		t.Errorf("snapshot spec %+v", lv.Spec)
+	}
+	if !snap.GetSnapshot().GetReadyToUse() || snap.GetSnapshot().GetSourceVolumeId() != src.GetVolumeId() {
+		t.Errorf("snapshot %+v", snap.GetSnapshot())
+	}
+
+	tests := []struct {
+		name string
+		opts []reqOpt
+		want codes.Code
+	}{
+		{"restore", []reqOpt{fromSnapshot(snap.GetSnapshot().GetSnapshotId())}, codes.OK},
+		{"clone", []reqOpt{fromVolume(src.GetVolumeId())}, codes.OK},
+		{"clone without topology", []reqOpt{fromVolume(src.GetVolumeId()), noTopology()}, codes.OK},
+		{"restore on another node", []reqOpt{fromSnapshot(snap.GetSnapshot().GetSnapshotId()), onNode(nodeB)}, codes.InvalidArgument},
+		{"clone into another device class", []reqOpt{fromVolume(src.GetVolumeId()),
+			withParam(lvmcsi.ParamDeviceClass, "hdd")}, codes.InvalidArgument},
+		{"unknown source volume", []reqOpt{fromVolume("no-such-volume")}, codes.NotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := uniqueName("restore")
+			v, err := srv.CreateVolume(testCtx(t), createReq(name, tt.opts...))
+			wantCode(t, err, tt.want)
+			if tt.want != codes.OK {
+				return
+			}
+			lv := getLV(t, name)
+			if lv.Spec.AccessType != topolvmv1.AccessTypeReadWrite || lv.Spec.NodeName != nodeA ||
+				lv.Spec.DeviceClass != "ssd" || lv.Spec.Source == "" {
+				t.Errorf("clone spec %+v", lv.Spec)
+			}
+			if v.GetVolume().GetContentSource() == nil {
+				t.Errorf("response lacks the content source")
+			}
+		})
+	}
+	_, err = srv.CreateSnapshot(testCtx(t), &csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: "other"})
+	wantCode(t, err, codes.NotFound)
+}

@@ -1,0 +1,121 @@
+// Package controller implements the CSI Controller service of driver topolvm.io.
+//
+// A volume (or snapshot) is a topolvm.io/v1 LogicalVolume named by its CSI name. The controller creates
+// it and returns once the node that owns it has reported the result in the status. Waiting is driven by
+// informer events: every event for a LogicalVolume wakes the calls waiting on that name, which then
+// re-read the cache. There is no polling and no timer; a call ends when the node answers or the caller's
+// deadline passes.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+)
+
+// +kubebuilder:rbac:groups=topolvm.io,resources=logicalvolumes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+const (
+	// FieldOwner is the field manager of every LogicalVolume write of the controller.
+	FieldOwner = "lvms-csi-controller"
+	// IndexVolumeID is the cache field index of LogicalVolumes by status.volumeID.
+	IndexVolumeID = "status.volumeID"
+)
+
+// Options are the dependencies of the Controller service.
+type Options struct {
+	// Client writes LogicalVolumes. Reads never go through it.
+	Client client.Client
+	// Cache serves every read (LogicalVolumes, Node metadata) and delivers the events waits wake up on.
+	// New registers an index and an event handler on it; it may be started before or after New.
+	Cache cache.Cache
+	// Clock is used for all timing the controller does (today: only measuring waits for the log). Nil
+	// means the real clock. Tests pass a fake clock that never advances to prove no call waits on time.
+	Clock clock.Clock
+}
+
+// Server is the CSI Controller service.
+type Server struct {
+	csi.UnimplementedControllerServer
+
+	client client.Client
+	cache  cache.Cache
+	clock  clock.Clock
+	locks  lvmcsi.VolumeLocks
+	events *notifier
+}
+
+// New registers the LogicalVolume index and event handler on o.Cache and returns the service.
+func New(ctx context.Context, o Options) (*Server, error) {
+	if o.Client == nil || o.Cache == nil {
+		return nil, errors.New("csi controller: Client and Cache are required")
+	}
+	s := &Server{client: o.Client, cache: o.Cache, clock: o.Clock, events: newNotifier()}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	lv := &topolvmv1.LogicalVolume{}
+	if err := o.Cache.IndexField(ctx, lv, IndexVolumeID, indexVolumeID); err != nil {
+		return nil, fmt.Errorf("index LogicalVolumes by %s: %w", IndexVolumeID, err)
+	}
+	inf, err := o.Cache.GetInformer(ctx, lv, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("get LogicalVolume informer: %w", err)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    s.events.notifyObject,
+		UpdateFunc: func(_, obj any) { s.events.notifyObject(obj) },
+		DeleteFunc: s.events.notifyObject,
+	}); err != nil {
+		return nil, fmt.Errorf("add LogicalVolume event handler: %w", err)
+	}
+	if _, err := o.Cache.GetInformer(ctx, nodeMetadata(), cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("get Node metadata informer: %w", err)
+	}
+	return s, nil
+}
+
+func indexVolumeID(obj client.Object) []string {
+	lv, ok := obj.(*topolvmv1.LogicalVolume)
+	if !ok || lv.Status.VolumeID == "" {
+		return nil
+	}
+	return []string{lv.Status.VolumeID}
+}
+
+// nodeMetadata is an empty Node metadata object: the controller caches only metadata of Nodes.
+func nodeMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	return m
+}
+
+// ControllerGetCapabilities advertises create/delete, expand, snapshots, clones and capacity.
+func (s *Server) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
+	var caps []*csi.ControllerServiceCapability
+	for _, t := range []csi.ControllerServiceCapability_RPC_Type{
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
+		csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
+		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
+		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+	} {
+		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
+			Rpc: &csi.ControllerServiceCapability_RPC{Type: t},
+		}})
+	}
+	return &csi.ControllerGetCapabilitiesResponse{Capabilities: caps}, nil
+}

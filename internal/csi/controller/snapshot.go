@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+)
+
+// CreateSnapshot creates (or finds) a read-only thin snapshot of a volume: a LogicalVolume named by the
+// CSI snapshot name, with the source's volume ID as spec.source and access type ro, on the source's
+// node and device class. It returns once the node has created it.
+func (s *Server) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
+	name, sourceID := req.GetName(), req.GetSourceVolumeId()
+	if name == "" || sourceID == "" {
+		return nil, status.Error(codes.InvalidArgument, "name and source volume ID are required")
+	}
+	if !s.locks.TryAcquire(name) {
+		return nil, aborted(name)
+	}
+	defer s.locks.Release(name)
+
+	want, err := s.desiredSnapshot(ctx, name, sourceID)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	lv, err := s.ensure(ctx, want)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return &csi.CreateSnapshotResponse{Snapshot: &csi.Snapshot{
+		SnapshotId:     lv.Status.VolumeID,
+		SourceVolumeId: sourceID,
+		SizeBytes:      currentSize(lv),
+		CreationTime:   timestamppb.New(lv.CreationTimestamp.Time),
+		ReadyToUse:     true,
+	}}, nil
+}
+
+// desiredSnapshot is the LogicalVolume of a snapshot of the volume sourceID.
+func (s *Server) desiredSnapshot(ctx context.Context, name, sourceID string) (*topolvmv1.LogicalVolume, error) {
+	source, err := s.getByVolumeID(ctx, sourceID)
+	if err != nil {
+		return nil, err
+	}
+	if source == nil {
+		return nil, fmt.Errorf("source volume %s: %w", sourceID, errNotFound)
+	}
+	return &topolvmv1.LogicalVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: topolvmv1.LogicalVolumeSpec{
+			Name:                name,
+			NodeName:            source.Spec.NodeName,
+			Size:                source.Spec.Size,
+			DeviceClass:         source.Spec.DeviceClass,
+			LvcreateOptionClass: source.Spec.LvcreateOptionClass,
+			Source:              sourceID,
+			AccessType:          topolvmv1.AccessTypeReadOnly,
+		},
+	}, nil
+}
+
+// DeleteSnapshot deletes the snapshot's LogicalVolume and waits until it is gone; unknown IDs succeed.
+func (s *Server) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
+	id := req.GetSnapshotId()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "snapshot ID is required")
+	}
+	if !s.locks.TryAcquire(id) {
+		return nil, aborted(id)
+	}
+	defer s.locks.Release(id)
+	if err := s.deleteByVolumeID(ctx, id); err != nil {
+		return nil, rpcError(err)
+	}
+	return &csi.DeleteSnapshotResponse{}, nil
+}

@@ -1,0 +1,122 @@
+// Package csi holds what the CSI services of driver topolvm.io share: the driver name and topology key,
+// StorageClass parameter names, volume size rules, access-mode validation, per-volume locks, a logging
+// gRPC interceptor and a unix-socket gRPC server.
+//
+// The services themselves live in the sub-packages identity, controller and node.
+package csi
+
+import (
+	"errors"
+	"fmt"
+
+	spec "github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// Names shared with TopoLVM and OpenShift LVMS; changing any of them breaks existing volumes.
+const (
+	// DriverName is the CSI driver name (CSIDriver object, StorageClass provisioner).
+	DriverName = "topolvm.io"
+	// TopologyNodeKey is the topology segment key whose value is the node name.
+	TopologyNodeKey = "topology.topolvm.io/node"
+	// ParamDeviceClass is the StorageClass parameter naming the device class; empty means the default.
+	ParamDeviceClass = "topolvm.io/device-class"
+	// ParamLvcreateOptionClass is the StorageClass parameter naming an lvcreate option class.
+	ParamLvcreateOptionClass = "topolvm.io/lvcreate-option-class"
+	// ParamFSType is the StorageClass parameter for the filesystem; the external-provisioner moves it into
+	// the volume capability's fs_type.
+	ParamFSType = "csi.storage.k8s.io/fstype"
+	// CapacityAnnotationPrefix prefixes the node annotation carrying the free bytes of a device class:
+	// capacity.topolvm.io/<deviceClass>.
+	CapacityAnnotationPrefix = "capacity.topolvm.io/"
+	// DefaultDeviceClassKey is the annotation suffix the node uses for its default device class
+	// (capacity.topolvm.io/00default), which requests with an empty device class consult.
+	DefaultDeviceClassKey = "00default"
+)
+
+// Filesystem types the driver formats and mounts.
+const (
+	FSExt4  = "ext4"
+	FSXFS   = "xfs"
+	FSBtrfs = "btrfs"
+	// DefaultFSType is used when neither the capability nor the parameters name a filesystem.
+	DefaultFSType = FSExt4
+)
+
+// CapacityAnnotation returns the node annotation key holding the free bytes of deviceClass.
+func CapacityAnnotation(deviceClass string) string {
+	if deviceClass == "" {
+		deviceClass = DefaultDeviceClassKey
+	}
+	return CapacityAnnotationPrefix + deviceClass
+}
+
+// ErrInvalidCapability is wrapped by every capability validation failure.
+var ErrInvalidCapability = errors.New("unsupported volume capability")
+
+// ValidateCapabilities checks that caps is not empty and that every capability uses a supported access
+// mode (SINGLE_NODE_WRITER or SINGLE_NODE_SINGLE_WRITER), a supported access type and, for mounts, a
+// supported filesystem.
+func ValidateCapabilities(caps []*spec.VolumeCapability) error {
+	if len(caps) == 0 {
+		return fmt.Errorf("%w: no volume capabilities given", ErrInvalidCapability)
+	}
+	for _, c := range caps {
+		if err := ValidateCapability(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateCapability checks one capability (see ValidateCapabilities).
+func ValidateCapability(c *spec.VolumeCapability) error {
+	if c == nil {
+		return fmt.Errorf("%w: nil capability", ErrInvalidCapability)
+	}
+	switch m := c.GetAccessMode().GetMode(); m {
+	case spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
+		spec.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER:
+	default:
+		return fmt.Errorf("%w: access mode %s (only SINGLE_NODE_WRITER and SINGLE_NODE_SINGLE_WRITER)",
+			ErrInvalidCapability, m)
+	}
+	switch {
+	case c.GetBlock() != nil:
+		return nil
+	case c.GetMount() != nil:
+		if _, err := FSType(c, nil); err != nil {
+			return err
+		}
+		return nil
+	default:
+		return fmt.Errorf("%w: neither block nor mount access type", ErrInvalidCapability)
+	}
+}
+
+// IsBlock reports whether any capability asks for a raw block volume.
+func IsBlock(caps ...*spec.VolumeCapability) bool {
+	for _, c := range caps {
+		if c.GetBlock() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// FSType returns the filesystem of a mount capability: its fs_type, else the ParamFSType parameter,
+// else DefaultFSType. It fails for filesystems the driver does not support.
+func FSType(c *spec.VolumeCapability, params map[string]string) (string, error) {
+	fs := c.GetMount().GetFsType()
+	if fs == "" {
+		fs = params[ParamFSType]
+	}
+	if fs == "" {
+		fs = DefaultFSType
+	}
+	switch fs {
+	case FSExt4, FSXFS, FSBtrfs:
+		return fs, nil
+	default:
+		return "", fmt.Errorf("%w: filesystem %q (supported: ext4, xfs, btrfs)", ErrInvalidCapability, fs)
+	}
+}

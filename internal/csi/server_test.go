@@ -1,0 +1,116 @@
+package csi_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	spec "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr/funcr"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/csi/identity"
+)
+
+func TestParseEndpoint(t *testing.T) {
+	tests := []struct {
+		in, want string
+		wantErr  bool
+	}{
+		{"unix:///run/csi.sock", "/run/csi.sock", false},
+		{"unix:/run/csi.sock", "/run/csi.sock", false},
+		{"/run/csi.sock", "/run/csi.sock", false},
+		{"tcp://127.0.0.1:10000", "", true},
+		{"unix://", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := lvmcsi.ParseEndpoint(tt.in)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("got %q, %v; want %q (error %v)", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestServerServesLogsAndStops starts the server on a socket path holding a stale socket, calls it,
+// checks the call was logged with secrets stripped, and stops it through the context.
+func TestServerServesLogsAndStops(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "csi.sock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	_ = stale.Close()
+
+	var logs strings.Builder
+	log := funcr.New(func(prefix, args string) { logs.WriteString(args + "\n") }, funcr.Options{Verbosity: 1})
+	srv, err := lvmcsi.NewServer("unix://"+path, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.RegisterIdentityServer(srv.GRPC, identity.New(nil))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	info, err := spec.NewIdentityClient(conn).GetPluginInfo(t.Context(), &spec.GetPluginInfoRequest{})
+	if err != nil || info.GetName() != lvmcsi.DriverName {
+		t.Fatalf("GetPluginInfo: %v, %v", info, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not stop")
+	}
+	if !strings.Contains(logs.String(), "GetPluginInfo") || !strings.Contains(logs.String(), "latency") {
+		t.Errorf("call not logged:\n%s", logs.String())
+	}
+}
+
+func TestListenRefusesToRemoveNonSockets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lvmcsi.Listen(path); err == nil {
+		t.Fatal("Listen replaced a regular file")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "data" {
+		t.Fatal("the file was touched")
+	}
+}
+
+func TestUnaryLoggerStripsSecrets(t *testing.T) {
+	var logs strings.Builder
+	log := funcr.New(func(prefix, args string) { logs.WriteString(args + "\n") }, funcr.Options{Verbosity: 1})
+	intercept := lvmcsi.UnaryLogger(log)
+	req := &spec.NodePublishVolumeRequest{VolumeId: "v1", Secrets: map[string]string{"password": "hunter2"}}
+	_, err := intercept(t.Context(), req, &grpc.UnaryServerInfo{FullMethod: "/csi.v1.Node/NodePublishVolume"},
+		func(context.Context, any) (any, error) { return &spec.NodePublishVolumeResponse{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "hunter2") || !strings.Contains(logs.String(), "v1") {
+		t.Errorf("log leaks a secret or lacks the request:\n%s", logs.String())
+	}
+}
