@@ -1,0 +1,53 @@
+package lvmd_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+)
+
+// slowReport is an executor whose next `lvm fullreport` reads the state and
+// then waits for proceed before returning it.
+type slowReport struct {
+	exec.Executor
+	reading, proceed chan struct{}
+}
+
+func (s *slowReport) Exec(ctx context.Context, c exec.Cmd) error {
+	err := s.Executor.Exec(ctx, c)
+	if len(c.Args) > 0 && c.Args[0] == "fullreport" && s.reading != nil {
+		close(s.reading)
+		<-s.proceed
+	}
+	return err
+}
+
+// A state read taken before a create and installed after it must not lose
+// the create: changes made during a read are replayed onto its result.
+func TestRefreshOverlappingCreateKeepsIt(t *testing.T) {
+	e := newEnv(t, testConfig())
+	slow := &slowReport{Executor: e.fake}
+	svc, err := lvmd.NewService(lvmd.Options{Executor: slow, Classes: e.classes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, svc.Refresh(t.Context()), nil) // warm
+	e.svc = svc
+	slow.reading, slow.proceed = make(chan struct{}), make(chan struct{})
+	refreshed := make(chan error, 1)
+	go func() { refreshed <- svc.Refresh(t.Context()) }()
+	<-slow.reading // the read has seen the state without "a"
+	slow.reading = nil
+	e.create("a", "thin", gib) // warm: no state read, completes now
+	close(slow.proceed)
+	wantErr(t, <-refreshed, nil)
+	if _, err := svc.GetLV(t.Context(), "a", "thin"); err != nil {
+		t.Errorf("create lost by the overlapping state read: %v", err)
+	}
+	if got := e.free("thin"); got != 7*gib {
+		t.Errorf("thin free = %d, want 7 GiB", got)
+	}
+	e.checkNoDrift()
+}
