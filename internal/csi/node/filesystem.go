@@ -1,0 +1,110 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/devices"
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+)
+
+// Errors the RPC methods map to gRPC codes.
+var (
+	// errFilesystemMismatch: the device carries another filesystem than the volume asks for.
+	errFilesystemMismatch = errors.New("device already carries another filesystem")
+	// errUnsupported: this node cannot do what is asked (e.g. mkfs.btrfs is not installed).
+	errUnsupported = errors.New("not supported on this node")
+	// errNotMounted: the volume path is not a mount point.
+	errNotMounted = errors.New("not mounted")
+)
+
+// blkid exit statuses with -p.
+const (
+	blkidNothingFound = 2
+	blkidAmbivalent   = 8
+)
+
+// detectFilesystem probes dev directly (not udev's cache) and returns its filesystem type, "" when the
+// device carries no signature.
+func (s *Server) detectFilesystem(ctx context.Context, dev string) (string, error) {
+	out, err := exec.Run(ctx, s.exec, "blkid", "-p", "-o", "export", dev)
+	switch {
+	case exec.HasExitCode(err, blkidNothingFound):
+		return "", nil
+	case exec.HasExitCode(err, blkidAmbivalent):
+		return "", fmt.Errorf("%w: %s carries conflicting signatures: %w", errFilesystemMismatch, dev, err)
+	case err != nil:
+		return "", fmt.Errorf("probe %s: %w", dev, err)
+	}
+	fields := devices.ParseBlkid(out)
+	if t := fields["TYPE"]; t != "" {
+		return t, nil
+	}
+	// A partition table or another signature without TYPE is still not blank.
+	if pt := fields["PTTYPE"]; pt != "" {
+		return "partition table " + pt, nil
+	}
+	return "", nil
+}
+
+// ensureFilesystem formats a blank dev with fsType and refuses a device carrying anything else.
+func (s *Server) ensureFilesystem(ctx context.Context, dev, fsType string) (formatted bool, err error) {
+	existing, err := s.detectFilesystem(ctx, dev)
+	if err != nil {
+		return false, err
+	}
+	switch existing {
+	case fsType:
+		return false, nil
+	case "":
+	default:
+		return false, fmt.Errorf("%w: %s holds %s, the volume asks for %s; refusing to format it",
+			errFilesystemMismatch, dev, existing, fsType)
+	}
+	name, args := mkfsCommand(fsType, dev)
+	if err := s.exec.Exec(ctx, exec.Cmd{Name: name, Args: args}); err != nil {
+		if exec.IsProgramNotFound(err) {
+			return false, fmt.Errorf("%w: %s filesystems (%s is not installed): %w", errUnsupported, fsType, name, err)
+		}
+		return false, fmt.Errorf("format %s as %s: %w", dev, fsType, err)
+	}
+	return true, nil
+}
+
+func mkfsCommand(fsType, dev string) (string, []string) {
+	switch fsType {
+	case lvmcsi.FSExt4:
+		// -F: never prompt (the device was just probed blank).
+		return "mkfs.ext4", []string{"-F", dev}
+	default:
+		return "mkfs." + fsType, []string{dev}
+	}
+}
+
+// resizeFilesystem grows the filesystem of dev mounted at path to the device size.
+func (s *Server) resizeFilesystem(ctx context.Context, dev, path string) error {
+	fsType, err := s.detectFilesystem(ctx, dev)
+	if err != nil {
+		return err
+	}
+	var name string
+	var args []string
+	switch fsType {
+	case "ext2", "ext3", lvmcsi.FSExt4:
+		name, args = "resize2fs", []string{dev}
+	case lvmcsi.FSXFS:
+		name, args = "xfs_growfs", []string{path}
+	case lvmcsi.FSBtrfs:
+		name, args = "btrfs", []string{"filesystem", "resize", "max", path}
+	case "":
+		return fmt.Errorf("%w: %s carries no filesystem", errUnsupported, dev)
+	default:
+		return fmt.Errorf("%w: growing %s filesystems", errUnsupported, fsType)
+	}
+	if err := s.exec.Exec(ctx, exec.Cmd{Name: name, Args: args}); err != nil {
+		return fmt.Errorf("grow %s filesystem on %s: %w", fsType, dev, err)
+	}
+	return nil
+}

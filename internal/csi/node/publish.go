@@ -1,0 +1,146 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	mount "k8s.io/mount-utils"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+)
+
+// NodePublishVolume mounts the volume at the target path: a filesystem volume is formatted when blank
+// and mounted on a directory; a block volume's device node is bind-mounted on a file. A target that is
+// already mounted is left as it is.
+func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	id, target, c := req.GetVolumeId(), req.GetTargetPath(), req.GetVolumeCapability()
+	if id == "" || target == "" || c == nil {
+		return nil, status.Error(codes.InvalidArgument, "volume ID, target path and volume capability are required")
+	}
+	if err := lvmcsi.ValidateCapability(c); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if !s.locks.TryAcquire(id) {
+		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
+	}
+	defer s.locks.Release(id)
+
+	dev, _, err := s.volumes.Device(ctx, id)
+	if err != nil {
+		return nil, rpcError(fmt.Errorf("volume %s: %w", id, err))
+	}
+	if c.GetBlock() != nil {
+		err = s.publishBlock(ctx, dev, target, req.GetReadonly())
+	} else {
+		err = s.publishFilesystem(ctx, dev, target, c, req.GetReadonly())
+	}
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+func (s *Server) publishFilesystem(ctx context.Context, dev, target string, c *csi.VolumeCapability, readonly bool) error {
+	fsType, err := lvmcsi.FSType(c, nil)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		return fmt.Errorf("create target directory: %w", err)
+	}
+	if mounted, err := s.mounter.IsMountPoint(target); err != nil {
+		return fmt.Errorf("check mount point %s: %w", target, err)
+	} else if mounted {
+		ctrl.LoggerFrom(ctx).V(1).Info("Target already mounted", "target", target)
+		return nil
+	}
+	formatted, err := s.ensureFilesystem(ctx, dev, fsType)
+	if err != nil {
+		return err
+	}
+	opts := slices.Clone(c.GetMount().GetMountFlags())
+	if readonly {
+		opts = append(opts, "ro")
+	}
+	if fsType == lvmcsi.FSXFS {
+		// Snapshots and clones carry their origin's UUID; xfs refuses a second mount without nouuid.
+		opts = append(opts, "nouuid")
+	}
+	if err := s.mounter.Mount(dev, target, fsType, opts); err != nil {
+		return fmt.Errorf("mount %s on %s: %w", dev, target, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Mounted volume", "device", dev, "target", target, "fsType", fsType,
+		"formatted", formatted, "options", opts)
+	return nil
+}
+
+func (s *Server) publishBlock(ctx context.Context, dev, target string, readonly bool) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		return fmt.Errorf("create target parent directory: %w", err)
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o640)
+	if err != nil {
+		return fmt.Errorf("create target file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create target file: %w", err)
+	}
+	if mounted, err := s.mounter.IsMountPoint(target); err != nil {
+		return fmt.Errorf("check mount point %s: %w", target, err)
+	} else if mounted {
+		ctrl.LoggerFrom(ctx).V(1).Info("Target already mounted", "target", target)
+		return nil
+	}
+	opts := []string{"bind"}
+	if readonly {
+		opts = append(opts, "ro")
+	}
+	if err := s.mounter.Mount(dev, target, "", opts); err != nil {
+		return fmt.Errorf("bind-mount %s on %s: %w", dev, target, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Bind-mounted block volume", "device", dev, "target", target, "readonly", readonly)
+	return nil
+}
+
+// NodeUnpublishVolume unmounts the target path and removes it; a missing target is a success.
+func (s *Server) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	id, target := req.GetVolumeId(), req.GetTargetPath()
+	if id == "" || target == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume ID and target path are required")
+	}
+	if !s.locks.TryAcquire(id) {
+		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
+	}
+	defer s.locks.Release(id)
+	if err := mount.CleanupMountPoint(target, s.mounter, true); err != nil {
+		return nil, status.Errorf(codes.Internal, "unmount %s: %v", target, err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Unpublished volume", "volumeID", id, "target", target)
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// rpcError maps an error of a helper to a gRPC status error.
+func rpcError(err error) error {
+	code := codes.Internal
+	switch {
+	case errors.Is(err, ErrVolumeNotFound):
+		code = codes.NotFound
+	case errors.Is(err, errFilesystemMismatch), errors.Is(err, errUnsupported), errors.Is(err, errNotMounted):
+		code = codes.FailedPrecondition
+	case errors.Is(err, lvmcsi.ErrInvalidCapability):
+		code = codes.InvalidArgument
+	case errors.Is(err, context.DeadlineExceeded):
+		code = codes.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		code = codes.Canceled
+	}
+	return status.Error(code, err.Error())
+}

@@ -1,0 +1,204 @@
+package node
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	mount "k8s.io/mount-utils"
+
+	"github.com/lvm-operator/lvm-operator/internal/exec/exectest"
+)
+
+func TestNodePublishFilesystem(t *testing.T) {
+	tests := []struct {
+		name     string
+		existing string // filesystem blkid finds; "" = blank
+		cap      *csi.VolumeCapability
+		readonly bool
+		wantMkfs string   // command line of the expected mkfs, "" = none
+		wantFS   string   // mounted filesystem
+		wantOpts []string // mount options
+	}{
+		{"blank ext4", "", mountCap("ext4"), false, "mkfs.ext4 -F " + dev, "ext4", nil},
+		{"default is ext4", "", mountCap(""), false, "mkfs.ext4 -F " + dev, "ext4", nil},
+		{"blank xfs mounts nouuid", "", mountCap("xfs"), false, "mkfs.xfs " + dev, "xfs", []string{"nouuid"}},
+		{"blank btrfs", "", mountCap("btrfs"), false, "mkfs.btrfs " + dev, "btrfs", nil},
+		{"formatted xfs is not reformatted", "xfs", mountCap("xfs"), false, "", "xfs", []string{"nouuid"}},
+		{"formatted ext4 read-only with flags", "ext4", mountCap("ext4", "noatime"), true, "", "ext4",
+			[]string{"noatime", "ro"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.existing)
+			f.exec.On(exectest.OK(""), "mkfs.ext4", "-F", dev).On(exectest.OK(""), "mkfs.xfs", dev).
+				On(exectest.OK(""), "mkfs.btrfs", dev)
+			target := f.target("fs")
+			for range 2 { // the repeat finds the target mounted and does nothing
+				if _, err := f.srv.NodePublishVolume(t.Context(), publishReq(target, tt.cap, tt.readonly)); err != nil {
+					t.Fatalf("NodePublishVolume: %v", err)
+				}
+			}
+			var mkfs []string
+			for _, l := range f.exec.Lines() {
+				if l != "blkid -p -o export "+dev {
+					mkfs = append(mkfs, l)
+				}
+			}
+			if want := []string{tt.wantMkfs}; tt.wantMkfs == "" && len(mkfs) > 0 || tt.wantMkfs != "" && !slices.Equal(mkfs, want) {
+				t.Errorf("commands %q, want mkfs %q once", mkfs, tt.wantMkfs)
+			}
+			mps, _ := f.mounter.List()
+			if len(mps) != 1 {
+				t.Fatalf("mount points %+v, want one", mps)
+			}
+			mp := mps[0]
+			if mp.Device != dev || mp.Path != target || mp.Type != tt.wantFS || !slices.Equal(mp.Opts, tt.wantOpts) {
+				t.Errorf("mounted %+v, want %s on %s type %s options %q", mp, dev, target, tt.wantFS, tt.wantOpts)
+			}
+		})
+	}
+}
+
+func TestNodePublishRefusesAnotherFilesystem(t *testing.T) {
+	tests := []struct {
+		name, existing, blkid, requested string
+	}{
+		{"xfs device, ext4 asked", "xfs", "", "ext4"},
+		{"ext4 device, xfs asked", "ext4", "", "xfs"},
+		{"partition table", "", "DEVNAME=" + dev + "\nPTUUID=abc\nPTTYPE=gpt\n", "ext4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.existing)
+			if tt.blkid != "" {
+				f.exec = exectest.New().On(exectest.OK(tt.blkid), "blkid", "-p", "-o", "export", dev)
+				f.srv.exec = f.exec
+			}
+			_, err := f.srv.NodePublishVolume(t.Context(), publishReq(f.target("x"), mountCap(tt.requested), false))
+			wantCode(t, err, codes.FailedPrecondition)
+			t.Logf("refused: %v", err)
+			if n := len(f.exec.Lines()); n != 1 {
+				t.Errorf("ran %q, want only blkid", f.exec.Lines())
+			}
+			if mps, _ := f.mounter.List(); len(mps) != 0 {
+				t.Errorf("mounted %+v", mps)
+			}
+		})
+	}
+}
+
+func TestNodePublishBtrfsWithoutMkfsBtrfs(t *testing.T) {
+	f := newFixture(t, "")
+	f.exec.On(exectest.Fail(127, "nsenter: failed to execute mkfs.btrfs: No such file or directory"), "mkfs.btrfs", dev)
+	_, err := f.srv.NodePublishVolume(t.Context(), publishReq(f.target("b"), mountCap("btrfs"), false))
+	wantCode(t, err, codes.FailedPrecondition)
+}
+
+func TestNodePublishBlock(t *testing.T) {
+	for _, readonly := range []bool{false, true} {
+		f := newFixture(t, "")
+		target := f.target("dev")
+		for range 2 {
+			if _, err := f.srv.NodePublishVolume(t.Context(), publishReq(target, blockCap(), readonly)); err != nil {
+				t.Fatalf("NodePublishVolume: %v", err)
+			}
+		}
+		if len(f.exec.Lines()) != 0 {
+			t.Errorf("block publish ran %q", f.exec.Lines())
+		}
+		want := []string{"bind"}
+		if readonly {
+			want = append(want, "ro")
+		}
+		mps, _ := f.mounter.List()
+		if len(mps) != 1 || mps[0].Device != dev || mps[0].Path != target || !slices.Equal(mps[0].Opts, want) {
+			t.Errorf("readonly=%v: mounts %+v, want %s bind-mounted on %s with %q", readonly, mps, dev, target, want)
+		}
+		if !fileExists(t, target) {
+			t.Errorf("target file %s not created", target)
+		}
+	}
+}
+
+func TestNodePublishInvalidRequests(t *testing.T) {
+	multi := mountCap("ext4")
+	multi.AccessMode.Mode = csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+	tests := []struct {
+		name string
+		req  func(target string) *csi.NodePublishVolumeRequest
+		want codes.Code
+	}{
+		{"no volume ID", func(tg string) *csi.NodePublishVolumeRequest {
+			r := publishReq(tg, mountCap("ext4"), false)
+			r.VolumeId = ""
+			return r
+		}, codes.InvalidArgument},
+		{"no target", func(string) *csi.NodePublishVolumeRequest { return publishReq("", mountCap("ext4"), false) }, codes.InvalidArgument},
+		{"no capability", func(tg string) *csi.NodePublishVolumeRequest { return publishReq(tg, nil, false) }, codes.InvalidArgument},
+		{"multi-node access", func(tg string) *csi.NodePublishVolumeRequest { return publishReq(tg, multi, false) }, codes.InvalidArgument},
+		{"unsupported filesystem", func(tg string) *csi.NodePublishVolumeRequest { return publishReq(tg, mountCap("vfat"), false) }, codes.InvalidArgument},
+		{"unknown volume", func(tg string) *csi.NodePublishVolumeRequest {
+			r := publishReq(tg, mountCap("ext4"), false)
+			r.VolumeId = "vol-unknown"
+			return r
+		}, codes.NotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, "")
+			_, err := f.srv.NodePublishVolume(t.Context(), tt.req(f.target("x")))
+			wantCode(t, err, tt.want)
+			if mps, _ := f.mounter.List(); len(mps) != 0 {
+				t.Errorf("mounted %+v", mps)
+			}
+		})
+	}
+}
+
+func TestNodeUnpublish(t *testing.T) {
+	tests := []struct {
+		name    string
+		capab   *csi.VolumeCapability
+		publish bool
+	}{
+		{"filesystem", mountCap("ext4"), true},
+		{"block", blockCap(), true},
+		{"never published", mountCap("ext4"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, "ext4")
+			target := f.target("u")
+			if tt.publish {
+				if _, err := f.srv.NodePublishVolume(t.Context(), publishReq(target, tt.capab, false)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 2 { // idempotent
+				if _, err := f.srv.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: target}); err != nil {
+					t.Fatalf("NodeUnpublishVolume: %v", err)
+				}
+			}
+			if mps, _ := f.mounter.List(); len(mps) != 0 {
+				t.Errorf("still mounted: %+v", mps)
+			}
+			if fileExists(t, target) {
+				t.Errorf("target %s not removed", target)
+			}
+			unmounts := 0
+			for _, a := range f.mounter.GetLog() {
+				if a.Action == mount.FakeActionUnmount {
+					unmounts++
+				}
+			}
+			if tt.publish && unmounts != 1 {
+				t.Errorf("%d unmounts, want 1", unmounts)
+			}
+		})
+	}
+	f := newFixture(t, "")
+	_, err := f.srv.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: volID})
+	wantCode(t, err, codes.InvalidArgument)
+}
