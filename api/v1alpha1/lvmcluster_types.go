@@ -49,6 +49,9 @@ const (
 	ConditionResourcesAvailable = "ResourcesAvailable"
 	// ConditionVolumeGroupsReady is true when every selected node reports every volume group Ready.
 	ConditionVolumeGroupsReady = "VolumeGroupsReady"
+	// ConditionDeletionBlocked is true while a deleted LVMCluster waits for PVCs that still use its
+	// StorageClasses, or for nodes to tear down their volume groups.
+	ConditionDeletionBlocked = "DeletionBlocked"
 )
 
 // LVMClusterStatus is the observed state of an LVMCluster.

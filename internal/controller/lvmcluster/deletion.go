@@ -1,0 +1,77 @@
+package lvmcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+)
+
+// reconcileDelete tears the operands down once no PVC uses our StorageClasses: the volume groups
+// first (every node removes its VG, then its finalizer), then the node agent, the classes and the
+// CSIDriver; then the LVMCluster's finalizer goes. Each wait is woken by a watch, not a timer.
+func reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.cluster, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	claims, err := claimsUsingOurClasses(ctx, s.client, s.cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(claims) > 0 {
+		msg := fmt.Sprintf("deletion waits for %d PersistentVolumeClaim(s) using lvms StorageClasses: %s",
+			len(claims), joinCapped(claims, maxConditionItems))
+		s.blockDeletion(ReasonPVCsExist, msg)
+		s.recorder.Eventf(s.cluster, nil, corev1.EventTypeWarning, ReasonPVCsExist, "Delete", "%s", msg)
+		return ctrl.Result{}, nil
+	}
+	all := units()
+	for _, u := range slices.Backward(all) {
+		gone, err := u.remove(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("remove %s: %w", u.name, err)
+		}
+		if !gone {
+			s.blockDeletion(ReasonTearingDown, "waiting for "+u.name+" to be removed")
+			return ctrl.Result{}, nil
+		}
+	}
+	controllerutil.RemoveFinalizer(s.cluster, Finalizer)
+	if err := s.client.Patch(ctx, s.cluster, client.MergeFrom(s.original)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (s *scope) blockDeletion(reason, msg string) {
+	s.setCondition(metav1.Condition{Type: lvmv1alpha1.ConditionDeletionBlocked, Status: metav1.ConditionTrue,
+		Reason: reason, Message: msg})
+}
+
+// claimsUsingOurClasses lists the PVCs (namespace/name) whose StorageClass is one of this
+// LVMCluster's.
+func claimsUsingOurClasses(ctx context.Context, cl client.Client, c *lvmv1alpha1.LVMCluster) ([]string, error) {
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := cl.List(ctx, &pvcs); err != nil {
+		return nil, fmt.Errorf("list PersistentVolumeClaims: %w", err)
+	}
+	ours := wantedClassNames(c)
+	var out []string
+	for i := range pvcs.Items {
+		p := &pvcs.Items[i]
+		if p.Spec.StorageClassName != nil && strings.HasPrefix(*p.Spec.StorageClassName, StorageClassPrefix) &&
+			ours[*p.Spec.StorageClassName] {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}

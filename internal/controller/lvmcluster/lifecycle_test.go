@@ -1,0 +1,378 @@
+package lvmcluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+)
+
+func sampleCluster(name string) *lvmv1alpha1.LVMCluster {
+	return &lvmv1alpha1.LVMCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: operatorNamespace},
+		Spec: lvmv1alpha1.LVMClusterSpec{Storage: lvmv1alpha1.Storage{DeviceClasses: []lvmv1alpha1.DeviceClass{{
+			Name: "vg1", Default: true, FilesystemType: lvmv1alpha1.FilesystemTypeXFS,
+			ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{Name: "thin-pool-1", SizePercent: 90, OverprovisionRatio: 10},
+		}}}},
+	}
+}
+
+// TestLVMClusterLifecycle walks one LVMCluster through its life, in order: operands appear, status
+// follows the node reports, drift is repaired, a second LVMCluster is refused, a removed device class
+// takes its operands along, and deletion waits for PVCs before tearing everything down.
+func TestLVMClusterLifecycle(t *testing.T) {
+	c := sampleCluster("my-lvmcluster")
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatalf("create sample: %v", err)
+	}
+	t.Run("operands", func(t *testing.T) { testOperands(t) })
+	t.Run("status follows node reports", func(t *testing.T) { testStatus(t, c) })
+	t.Run("drift is repaired", func(t *testing.T) { testDrift(t) })
+	t.Run("second LVMCluster rejected", func(t *testing.T) { testSecondRejected(t) })
+	t.Run("LVMCluster outside the operator namespace rejected", func(t *testing.T) { testWrongNamespace(t) })
+	t.Run("device class removal", func(t *testing.T) { testDeviceClassRemoval(t, c) })
+	t.Run("deletion waits for PVCs", func(t *testing.T) { testDeletion(t, c) })
+}
+
+func testOperands(t *testing.T) {
+	eventually(t, "StorageClass lvms-vg1", func(ctx context.Context) error {
+		var sc storagev1.StorageClass
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, &sc); err != nil {
+			return err
+		}
+		want := map[string]string{"topolvm.io/device-class": "vg1", "csi.storage.k8s.io/fstype": "xfs"}
+		switch {
+		case sc.Provisioner != "topolvm.io":
+			return fmt.Errorf("provisioner %q", sc.Provisioner)
+		case !maps.Equal(sc.Parameters, want):
+			return fmt.Errorf("parameters %v", sc.Parameters)
+		case sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer:
+			return fmt.Errorf("binding mode %v", sc.VolumeBindingMode)
+		case sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion:
+			return errors.New("expansion not allowed")
+		case sc.ReclaimPolicy == nil || *sc.ReclaimPolicy != corev1.PersistentVolumeReclaimDelete:
+			return fmt.Errorf("reclaim policy %v", sc.ReclaimPolicy)
+		case sc.Annotations["storageclass.kubernetes.io/is-default-class"] != "true":
+			return errors.New("not marked default although no other default StorageClass exists")
+		}
+		return nil
+	})
+	eventually(t, "VolumeSnapshotClass lvms-vg1", func(ctx context.Context) error {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(lvmcluster.SnapshotClassGVK)
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, u); err != nil {
+			return err
+		}
+		if u.Object["driver"] != "topolvm.io" || u.Object["deletionPolicy"] != "Delete" {
+			return fmt.Errorf("unexpected VolumeSnapshotClass %v", u.Object)
+		}
+		return nil
+	})
+	eventually(t, "CSIDriver topolvm.io", func(ctx context.Context) error {
+		var d storagev1.CSIDriver
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "topolvm.io"}, &d); err != nil {
+			return err
+		}
+		if ptr.Deref(d.Spec.AttachRequired, true) || !ptr.Deref(d.Spec.PodInfoOnMount, false) || !ptr.Deref(d.Spec.StorageCapacity, false) {
+			return fmt.Errorf("unexpected CSIDriver spec %+v", d.Spec)
+		}
+		return nil
+	})
+	eventually(t, "LVMVolumeGroup vg1", func(ctx context.Context) error {
+		var vg lvmv1alpha1.LVMVolumeGroup
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "vg1"}, &vg); err != nil {
+			return err
+		}
+		if vg.Spec.ThinPoolConfig == nil || vg.Spec.ThinPoolConfig.Name != "thin-pool-1" || !vg.Spec.Default {
+			return fmt.Errorf("unexpected spec %+v", vg.Spec)
+		}
+		if len(vg.OwnerReferences) != 1 || vg.OwnerReferences[0].Name != "my-lvmcluster" {
+			return fmt.Errorf("owner references %v", vg.OwnerReferences)
+		}
+		return nil
+	})
+	eventually(t, "node DaemonSet", func(ctx context.Context) error {
+		var ds appsv1.DaemonSet
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName}, &ds); err != nil {
+			return err
+		}
+		pod := ds.Spec.Template.Spec
+		if !pod.HostPID || pod.Containers[0].Image != "example.com/lvms:test" ||
+			!ptr.Deref(pod.Containers[0].SecurityContext.Privileged, false) {
+			return fmt.Errorf("unexpected pod spec %+v", pod)
+		}
+		return nil
+	})
+}
+
+func nodeObj(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+}
+
+func report(ctx context.Context, node string, st lvmv1alpha1.VGStatusType, reason string) error {
+	ns := &lvmv1alpha1.LVMVolumeGroupNodeStatus{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: operatorNamespace}}
+	_, err := controllerutilCreateOrUpdate(ctx, ns, func() {
+		ns.Spec.LiveNodeStatus = []lvmv1alpha1.VGStatus{{Name: "vg1", Status: st, Reason: reason, Devices: []string{"/dev/sdb"}}}
+	})
+	return err
+}
+
+func expectState(t *testing.T, c *lvmv1alpha1.LVMCluster, want lvmv1alpha1.LVMStateType, msgFragment string) {
+	t.Helper()
+	eventually(t, "state "+string(want), func(ctx context.Context) error {
+		var got lvmv1alpha1.LVMCluster
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, lvmv1alpha1.ConditionVolumeGroupsReady)
+		if got.Status.State != want || cond == nil || !strings.Contains(cond.Message, msgFragment) {
+			return fmt.Errorf("state %q, condition %+v", got.Status.State, cond)
+		}
+		if got.Status.Ready != (want == lvmv1alpha1.LVMStatusReady) {
+			return fmt.Errorf("ready=%v with state %s", got.Status.Ready, want)
+		}
+		if cond.ObservedGeneration != got.Generation {
+			return fmt.Errorf("condition observed generation %d, object generation %d", cond.ObservedGeneration, got.Generation)
+		}
+		return nil
+	})
+}
+
+func testStatus(t *testing.T, c *lvmv1alpha1.LVMCluster) {
+	ctx := context.Background()
+	expectState(t, c, lvmv1alpha1.LVMStatusProgressing, "no schedulable node")
+	for _, n := range []string{"node-a", "node-b"} {
+		node := nodeObj(n)
+		if err := k8s.Create(ctx, node); err != nil {
+			t.Fatalf("create node: %v", err)
+		}
+		// The apiserver taints new nodes not-ready (TaintNodesByCondition) and the node agent does not
+		// tolerate that, so such nodes do not count (unit-tested in status_test.go). Play the node
+		// lifecycle controller for a node that became Ready.
+		node.Spec.Taints = nil
+		if err := k8s.Update(ctx, node); err != nil {
+			t.Fatalf("untaint node: %v", err)
+		}
+	}
+	steps := []struct {
+		node, reason string
+		status       lvmv1alpha1.VGStatusType
+		want         lvmv1alpha1.LVMStateType
+		msg          string
+	}{
+		{"node-a", "", lvmv1alpha1.VGStatusReady, lvmv1alpha1.LVMStatusProgressing, "node node-b, device class vg1: Progressing"},
+		{"node-b", "", lvmv1alpha1.VGStatusReady, lvmv1alpha1.LVMStatusReady, "2 volume group(s) Ready"},
+		{"node-b", "thin pool 95% full", lvmv1alpha1.VGStatusDegraded, lvmv1alpha1.LVMStatusDegraded, "node node-b, device class vg1: Degraded: thin pool 95% full"},
+		{"node-a", "disk /dev/sdb missing", lvmv1alpha1.VGStatusFailed, lvmv1alpha1.LVMStatusFailed, "node node-a, device class vg1: Failed: disk /dev/sdb missing"},
+		{"node-a", "", lvmv1alpha1.VGStatusReady, lvmv1alpha1.LVMStatusDegraded, "node-b"},
+		{"node-b", "", lvmv1alpha1.VGStatusReady, lvmv1alpha1.LVMStatusReady, "Ready"},
+	}
+	for _, s := range steps {
+		if err := report(ctx, s.node, s.status, s.reason); err != nil {
+			t.Fatalf("report: %v", err)
+		}
+		expectState(t, c, s.want, s.msg)
+	}
+	// A cordoned node no longer counts.
+	var b corev1.Node
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "node-b"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	_ = report(ctx, "node-b", lvmv1alpha1.VGStatusFailed, "broken")
+	expectState(t, c, lvmv1alpha1.LVMStatusFailed, "broken")
+	b.Spec.Unschedulable = true
+	if err := k8s.Update(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	expectState(t, c, lvmv1alpha1.LVMStatusReady, "1 volume group(s) Ready")
+}
+
+func testDrift(t *testing.T) {
+	ctx := context.Background()
+	// Someone replaces the StorageClass with other parameters (they are immutable in place).
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}}
+	if err := k8s.Delete(ctx, sc); err != nil {
+		t.Fatalf("delete StorageClass: %v", err)
+	}
+	tampered := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}, Provisioner: "topolvm.io",
+		Parameters: map[string]string{"topolvm.io/device-class": "other", "csi.storage.k8s.io/fstype": "ext4"}}
+	eventually(t, "replace StorageClass", func(ctx context.Context) error { return k8s.Create(ctx, tampered) })
+	eventually(t, "StorageClass parameters repaired", func(ctx context.Context) error {
+		var got storagev1.StorageClass
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, &got); err != nil {
+			return err
+		}
+		if got.Parameters["topolvm.io/device-class"] != "vg1" || got.Parameters["csi.storage.k8s.io/fstype"] != "xfs" {
+			return fmt.Errorf("parameters still %v", got.Parameters)
+		}
+		return nil
+	})
+	// Someone deletes the node DaemonSet.
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName}}
+	var before appsv1.DaemonSet
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ds), &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, ds); err != nil {
+		t.Fatalf("delete DaemonSet: %v", err)
+	}
+	eventually(t, "DaemonSet recreated", func(ctx context.Context) error {
+		var got appsv1.DaemonSet
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ds), &got); err != nil {
+			return err
+		}
+		if got.UID == before.UID {
+			return errors.New("still the old DaemonSet")
+		}
+		return nil
+	})
+}
+
+func testSecondRejected(t *testing.T) {
+	err := k8s.Create(context.Background(), sampleCluster("another"))
+	if err == nil || !strings.Contains(err.Error(), "only one LVMCluster is supported") ||
+		!strings.Contains(err.Error(), "my-lvmcluster already exists") {
+		t.Fatalf("second LVMCluster: got %v, want a rejection naming the existing one", err)
+	}
+	t.Logf("rejected: %v", err)
+}
+
+func testWrongNamespace(t *testing.T) {
+	ctx := context.Background()
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}); err != nil {
+		t.Fatal(err)
+	}
+	c := sampleCluster("stray")
+	c.Namespace = "elsewhere"
+	err := k8s.Create(ctx, c)
+	if err == nil || !strings.Contains(err.Error(), `create it in the operator namespace "lvms-system"`) {
+		t.Fatalf("got %v, want a rejection naming the operator namespace", err)
+	}
+}
+
+func testDeviceClassRemoval(t *testing.T, c *lvmv1alpha1.LVMCluster) {
+	ctx := context.Background()
+	update := func(mutate func(*lvmv1alpha1.LVMCluster)) {
+		eventually(t, "update LVMCluster", func(ctx context.Context) error {
+			var cur lvmv1alpha1.LVMCluster
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &cur); err != nil {
+				return err
+			}
+			mutate(&cur)
+			return k8s.Update(ctx, &cur)
+		})
+	}
+	update(func(cur *lvmv1alpha1.LVMCluster) {
+		cur.Spec.Storage.DeviceClasses = append(cur.Spec.Storage.DeviceClasses, lvmv1alpha1.DeviceClass{Name: "vg2", FilesystemType: lvmv1alpha1.FilesystemTypeExt4})
+	})
+	eventually(t, "lvms-vg2 appears", func(ctx context.Context) error {
+		return k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg2"}, &storagev1.StorageClass{})
+	})
+	update(func(cur *lvmv1alpha1.LVMCluster) { cur.Spec.Storage.DeviceClasses = cur.Spec.Storage.DeviceClasses[:1] })
+	eventually(t, "lvms-vg2 and LVMVolumeGroup vg2 removed", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg2"}, &storagev1.StorageClass{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("StorageClass lvms-vg2: %v", err)
+		}
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "vg2"}, &lvmv1alpha1.LVMVolumeGroup{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("LVMVolumeGroup vg2: %v", err)
+		}
+		return nil
+	})
+	_ = ctx
+}
+
+func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To("lvms-vg1"),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := k8s.Create(ctx, pvc); err != nil {
+		t.Fatalf("create PVC: %v", err)
+	}
+	if err := k8s.Delete(ctx, c); err != nil {
+		t.Fatalf("delete LVMCluster: %v", err)
+	}
+	eventually(t, "deletion blocked by the PVC", func(ctx context.Context) error {
+		var got lvmv1alpha1.LVMCluster
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, lvmv1alpha1.ConditionDeletionBlocked)
+		if cond == nil || cond.Reason != lvmcluster.ReasonPVCsExist || !strings.Contains(cond.Message, "default/data") {
+			return fmt.Errorf("condition %+v", cond)
+		}
+		return nil
+	})
+	// The operands are untouched while the claim exists.
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, &storagev1.StorageClass{}); err != nil {
+		t.Fatalf("StorageClass removed while a PVC uses it: %v", err)
+	}
+	if err := k8s.Delete(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	// No kube-controller-manager runs here to drop the pvc-protection finalizer.
+	eventually(t, "drop PVC finalizers", func(ctx context.Context) error {
+		var cur corev1.PersistentVolumeClaim
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pvc), &cur); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		cur.Finalizers = nil
+		return k8s.Update(ctx, &cur)
+	})
+	eventually(t, "LVMCluster and operands gone", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &lvmv1alpha1.LVMCluster{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("LVMCluster: %v", err)
+		}
+		checks := []client.Object{
+			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}},
+			&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "topolvm.io"}},
+			&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName}},
+			&lvmv1alpha1.LVMVolumeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "vg1"}},
+		}
+		for _, o := range checks {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%T %s still there: %v", o, o.GetName(), err)
+			}
+		}
+		return nil
+	})
+}
+
+// controllerutilCreateOrUpdate creates obj or updates it with mutate applied (test helper for
+// playing a node agent).
+func controllerutilCreateOrUpdate(ctx context.Context, obj *lvmv1alpha1.LVMVolumeGroupNodeStatus, mutate func()) (bool, error) {
+	err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		mutate()
+		return true, k8s.Create(ctx, obj)
+	}
+	if err != nil {
+		return false, err
+	}
+	mutate()
+	return false, k8s.Update(ctx, obj)
+}

@@ -1,0 +1,64 @@
+package lvmcluster
+
+import (
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+)
+
+// Names and labels shared by the operands.
+const (
+	// DriverName is the CSI driver name.
+	DriverName = "topolvm.io"
+	// TopologyKey is the CSI topology key that carries the node name.
+	TopologyKey = "topology.topolvm.io/node"
+	// DeviceClassParameter is the StorageClass parameter naming the device class.
+	DeviceClassParameter = "topolvm.io/device-class"
+	// FSTypeParameter is the StorageClass parameter of the filesystem type.
+	FSTypeParameter = "csi.storage.k8s.io/fstype"
+	// StorageClassPrefix prefixes the StorageClass and VolumeSnapshotClass of each device class.
+	StorageClassPrefix = "lvms-"
+	// Finalizer holds an LVMCluster until its operands are torn down.
+	Finalizer = "lvmcluster.topolvm.io"
+	// FieldOwner is the server-side apply field manager of every operand.
+	FieldOwner = "lvms-operator"
+	// NodeDaemonSetName is the name of the node agent DaemonSet.
+	NodeDaemonSetName = "lvms-node"
+	// NodeServiceAccountName is the service account the node agent runs as.
+	NodeServiceAccountName = "lvms-node"
+
+	// LabelOwnerName and LabelOwnerNamespace mark cluster-scoped operands (which cannot carry an
+	// owner reference to a namespaced LVMCluster) with their LVMCluster.
+	LabelOwnerName      = "lvm.topolvm.io/owned-by-name"
+	LabelOwnerNamespace = "lvm.topolvm.io/owned-by-namespace"
+	// LabelDeviceClass names the device class of a StorageClass or VolumeSnapshotClass.
+	LabelDeviceClass = "lvm.topolvm.io/device-class"
+	// LabelManagedBy is the standard managed-by label.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	managedByValue = "lvms-operator"
+
+	// AnnotationDefaultStorageClass marks the cluster's default StorageClass.
+	AnnotationDefaultStorageClass = "storageclass.kubernetes.io/is-default-class"
+	// AnnotationDefaultSnapshotClass marks the default VolumeSnapshotClass.
+	AnnotationDefaultSnapshotClass = "snapshot.storage.kubernetes.io/is-default-class"
+)
+
+// StorageClassName is the name of the StorageClass (and VolumeSnapshotClass) of a device class.
+func StorageClassName(deviceClass string) string { return StorageClassPrefix + deviceClass }
+
+// ownerLabels are the labels every operand carries.
+func ownerLabels(c *lvmv1alpha1.LVMCluster) map[string]string {
+	return map[string]string{
+		LabelOwnerName:      c.Name,
+		LabelOwnerNamespace: c.Namespace,
+		LabelManagedBy:      managedByValue,
+	}
+}
+
+func withLabels(base map[string]string, extra ...map[string]string) map[string]string {
+	out := make(map[string]string, len(base))
+	for _, m := range append([]map[string]string{base}, extra...) {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}

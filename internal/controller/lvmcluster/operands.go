@@ -1,0 +1,126 @@
+package lvmcluster
+
+import (
+	"context"
+	"fmt"
+
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	storagev1ac "k8s.io/client-go/applyconfigurations/storage/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+)
+
+// unit is one named operand: apply writes it from the LVMCluster; remove deletes it and reports
+// whether it is gone.
+type unit struct {
+	name   string
+	apply  func(ctx context.Context, s *scope) error
+	remove func(ctx context.Context, s *scope) (gone bool, err error)
+}
+
+// units are the operands in apply order. Teardown runs them in reverse: the volume groups go first
+// (while the node agents that tear them down still run), the CSIDriver last.
+func units() []unit {
+	return []unit{
+		{name: "CSIDriver", apply: applyCSIDriver, remove: removeCSIDriver},
+		{name: "SecurityContextConstraints", apply: applySCC, remove: removeSCC},
+		{name: "StorageClasses", apply: applyStorageClasses, remove: removeLabelled(&storagev1.StorageClassList{})},
+		{name: "VolumeSnapshotClasses", apply: applySnapshotClasses, remove: removeSnapshotClasses},
+		{name: "NodeDaemonSet", apply: applyNodeDaemonSet, remove: removeNodeDaemonSet},
+		{name: "LVMVolumeGroups", apply: applyVolumeGroups, remove: removeVolumeGroups},
+	}
+}
+
+func csiDriverFor(c *lvmv1alpha1.LVMCluster) *storagev1ac.CSIDriverApplyConfiguration {
+	return storagev1ac.CSIDriver(DriverName).
+		WithLabels(ownerLabels(c)).
+		WithSpec(storagev1ac.CSIDriverSpec().
+			WithAttachRequired(false).
+			WithPodInfoOnMount(true).
+			WithStorageCapacity(true).
+			WithFSGroupPolicy(storagev1.FileFSGroupPolicy).
+			WithVolumeLifecycleModes(storagev1.VolumeLifecyclePersistent))
+}
+
+func applyCSIDriver(ctx context.Context, s *scope) error {
+	if err := s.client.Apply(ctx, csiDriverFor(s.cluster), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply CSIDriver %s: %w", DriverName, err)
+	}
+	return nil
+}
+
+func removeCSIDriver(ctx context.Context, s *scope) (bool, error) {
+	d := &storagev1.CSIDriver{}
+	d.Name = DriverName
+	return deleteObject(ctx, s.client, d)
+}
+
+// deleteObject deletes obj and reports whether it is gone (a 404 counts as gone).
+func deleteObject(ctx context.Context, cl client.Client, obj client.Object) (bool, error) {
+	err := cl.Delete(ctx, obj, client.PropagationPolicy("Background"))
+	switch {
+	case err == nil:
+		return false, nil
+	case client.IgnoreNotFound(err) == nil || meta.IsNoMatchError(err):
+		return true, nil
+	default:
+		return false, fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+	}
+}
+
+// ownedListOptions select the operands labelled with this LVMCluster.
+func ownedListOptions(c *lvmv1alpha1.LVMCluster) client.MatchingLabels {
+	return client.MatchingLabels{LabelOwnerName: c.Name, LabelOwnerNamespace: c.Namespace}
+}
+
+// deleteStale deletes the labelled operands of the list's kind whose names are not wanted.
+func deleteStale(ctx context.Context, s *scope, list client.ObjectList, wanted map[string]bool, opts ...client.ListOption) error {
+	opts = append(opts, ownedListOptions(s.cluster))
+	if err := s.client.List(ctx, list, opts...); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil
+		}
+		return fmt.Errorf("list %T: %w", list, err)
+	}
+	return meta.EachListItem(list, func(o runtime.Object) error {
+		obj, ok := o.(client.Object)
+		if !ok || wanted[obj.GetName()] {
+			return nil
+		}
+		_, err := deleteObject(ctx, s.client, obj)
+		return err
+	})
+}
+
+// removeLabelled returns a remove func deleting every labelled operand of the list's kind.
+func removeLabelled(list client.ObjectList, opts ...client.ListOption) func(context.Context, *scope) (bool, error) {
+	return func(ctx context.Context, s *scope) (bool, error) {
+		if err := deleteStale(ctx, s, list, nil, opts...); err != nil {
+			return false, err
+		}
+		if err := s.client.List(ctx, list, append(opts, ownedListOptions(s.cluster))...); err != nil {
+			if meta.IsNoMatchError(err) {
+				return true, nil
+			}
+			return false, fmt.Errorf("list %T: %w", list, err)
+		}
+		return meta.LenList(list) == 0, nil
+	}
+}
+
+// served reports whether the API server serves the kind (an optional API such as snapshots or
+// OpenShift's SCCs).
+func served(cl client.Client, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := cl.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discover %s: %w", gvk, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,113 @@
+package lvmcluster
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+)
+
+// Optional APIs: written only when the API server serves them.
+var (
+	// SnapshotClassGVK is the VolumeSnapshotClass kind of the external-snapshotter CRDs.
+	SnapshotClassGVK = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotClass"}
+	// SCCGVK is OpenShift's SecurityContextConstraints kind.
+	SCCGVK = schema.GroupVersionKind{Group: "security.openshift.io", Version: "v1", Kind: "SecurityContextConstraints"}
+)
+
+// SCCName is the name of the SecurityContextConstraints of the node agent.
+const SCCName = "lvms-node"
+
+func newUnstructured(gvk schema.GroupVersionKind, name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetName(name)
+	u.SetLabels(labels)
+	return u
+}
+
+// snapshotClassFor is the VolumeSnapshotClass of a thin device class.
+func snapshotClassFor(c *lvmv1alpha1.LVMCluster, dc *lvmv1alpha1.DeviceClass) *unstructured.Unstructured {
+	u := newUnstructured(SnapshotClassGVK, StorageClassName(dc.Name),
+		withLabels(ownerLabels(c), map[string]string{LabelDeviceClass: dc.Name}))
+	u.Object["driver"] = DriverName
+	u.Object["deletionPolicy"] = "Delete"
+	u.Object["parameters"] = map[string]any{DeviceClassParameter: dc.Name}
+	return u
+}
+
+func applySnapshotClasses(ctx context.Context, s *scope) error {
+	ok, err := served(s.client, SnapshotClassGVK)
+	if err != nil || !ok {
+		return err
+	}
+	wanted := map[string]bool{}
+	for i := range s.cluster.Spec.Storage.DeviceClasses {
+		dc := &s.cluster.Spec.Storage.DeviceClasses[i]
+		if dc.ThinPoolConfig == nil {
+			continue // snapshots need a thin pool
+		}
+		u := snapshotClassFor(s.cluster, dc)
+		wanted[u.GetName()] = true
+		if err := s.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply VolumeSnapshotClass %s: %w", u.GetName(), err)
+		}
+	}
+	return deleteStale(ctx, s, snapshotClassList(), wanted)
+}
+
+func snapshotClassList() *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(SnapshotClassGVK.GroupVersion().WithKind(SnapshotClassGVK.Kind + "List"))
+	return l
+}
+
+func removeSnapshotClasses(ctx context.Context, s *scope) (bool, error) {
+	return removeLabelled(snapshotClassList())(ctx, s)
+}
+
+// sccFor lets the node agent's service account run privileged with host PID and host paths.
+func sccFor(c *lvmv1alpha1.LVMCluster, namespace string) *unstructured.Unstructured {
+	u := newUnstructured(SCCGVK, SCCName, ownerLabels(c))
+	u.Object["allowPrivilegedContainer"] = true
+	u.Object["allowHostDirVolumePlugin"] = true
+	u.Object["allowHostPID"] = true
+	u.Object["allowHostIPC"] = false
+	u.Object["allowHostNetwork"] = false
+	u.Object["allowHostPorts"] = false
+	u.Object["readOnlyRootFilesystem"] = false
+	u.Object["requiredDropCapabilities"] = []any{}
+	u.Object["runAsUser"] = map[string]any{"type": "RunAsAny"}
+	u.Object["seLinuxContext"] = map[string]any{"type": "RunAsAny"}
+	u.Object["fsGroup"] = map[string]any{"type": "RunAsAny"}
+	u.Object["supplementalGroups"] = map[string]any{"type": "RunAsAny"}
+	u.Object["volumes"] = []any{"configMap", "emptyDir", "hostPath", "secret", "projected"}
+	u.Object["users"] = []any{"system:serviceaccount:" + namespace + ":" + NodeServiceAccountName}
+	return u
+}
+
+func applySCC(ctx context.Context, s *scope) error {
+	ok, err := served(s.client, SCCGVK)
+	if err != nil || !ok {
+		return err
+	}
+	u := sccFor(s.cluster, s.opts.Namespace)
+	if err := s.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply SecurityContextConstraints %s: %w", SCCName, err)
+	}
+	return nil
+}
+
+func removeSCC(ctx context.Context, s *scope) (bool, error) {
+	ok, err := served(s.client, SCCGVK)
+	if err != nil || !ok {
+		return !ok, err
+	}
+	return deleteObject(ctx, s.client, newUnstructured(SCCGVK, SCCName, nil))
+}

@@ -1,0 +1,78 @@
+package lvmcluster
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	lvmv1alpha1ac "github.com/lvm-operator/lvm-operator/api/v1alpha1/applyconfiguration/api/v1alpha1"
+)
+
+// volumeGroupFor projects a device class into the LVMVolumeGroup the node agents consume.
+func volumeGroupFor(c *lvmv1alpha1.LVMCluster, dc *lvmv1alpha1.DeviceClass, namespace string) *lvmv1alpha1ac.LVMVolumeGroupApplyConfiguration {
+	spec := lvmv1alpha1ac.LVMVolumeGroupSpec().WithDefault(dc.Default)
+	if dc.DeviceDiscoveryPolicy != "" {
+		spec.WithDeviceDiscoveryPolicy(dc.DeviceDiscoveryPolicy)
+	}
+	if s := dc.DeviceSelector; s != nil {
+		sel := lvmv1alpha1ac.DeviceSelector().WithPaths(s.Paths...).WithOptionalPaths(s.OptionalPaths...)
+		if s.ForceWipeDevicesAndDestroyAllData != nil {
+			sel.WithForceWipeDevicesAndDestroyAllData(*s.ForceWipeDevicesAndDestroyAllData)
+		}
+		spec.WithDeviceSelector(sel)
+	}
+	if dc.NodeSelector != nil {
+		spec.WithNodeSelector(*dc.NodeSelector)
+	}
+	if t := dc.ThinPoolConfig; t != nil {
+		tp := lvmv1alpha1ac.ThinPoolConfig().WithName(t.Name).WithSizePercent(t.SizePercent).
+			WithOverprovisionRatio(t.OverprovisionRatio).
+			WithChunkSizeCalculationPolicy(t.ChunkSizeCalculationPolicy).
+			WithMetadataSizeCalculationPolicy(t.MetadataSizeCalculationPolicy)
+		if t.ChunkSize != nil {
+			tp.WithChunkSize(*t.ChunkSize)
+		}
+		if t.MetadataSize != nil {
+			tp.WithMetadataSize(*t.MetadataSize)
+		}
+		spec.WithThinPoolConfig(tp)
+	}
+	if r := dc.RAIDConfig; r != nil {
+		rc := lvmv1alpha1ac.RAIDConfig().WithType(r.Type)
+		if r.Mirrors != nil {
+			rc.WithMirrors(*r.Mirrors)
+		}
+		if r.Stripes != nil {
+			rc.WithStripes(*r.Stripes)
+		}
+		if r.StripeSize != nil {
+			rc.WithStripeSize(*r.StripeSize)
+		}
+		spec.WithRAIDConfig(rc)
+	}
+	return lvmv1alpha1ac.LVMVolumeGroup(dc.Name, namespace).
+		WithLabels(ownerLabels(c)).
+		WithOwnerReferences(controllerRef(c)).
+		WithSpec(spec)
+}
+
+func applyVolumeGroups(ctx context.Context, s *scope) error {
+	wanted := map[string]bool{}
+	for i := range s.cluster.Spec.Storage.DeviceClasses {
+		dc := &s.cluster.Spec.Storage.DeviceClasses[i]
+		wanted[dc.Name] = true
+		if err := s.client.Apply(ctx, volumeGroupFor(s.cluster, dc, s.opts.Namespace),
+			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply LVMVolumeGroup %s/%s: %w", s.opts.Namespace, dc.Name, err)
+		}
+	}
+	// A removed device class: deleting its LVMVolumeGroup makes every node tear the VG down (their
+	// per-node finalizers hold the object until then).
+	return deleteStale(ctx, s, &lvmv1alpha1.LVMVolumeGroupList{}, wanted, client.InNamespace(s.opts.Namespace))
+}
+
+func removeVolumeGroups(ctx context.Context, s *scope) (bool, error) {
+	return removeLabelled(&lvmv1alpha1.LVMVolumeGroupList{}, client.InNamespace(s.opts.Namespace))(ctx, s)
+}
