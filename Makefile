@@ -31,9 +31,10 @@ build: ## Build bin/lvms.
 ##@ Code generation
 
 .PHONY: generate
-generate: ## Generate deepcopy and apply-configuration code for the API.
+generate: ## Generate deepcopy and apply-configuration code for the API, and lvmd's gRPC code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) applyconfiguration:headerFile=hack/boilerplate.go.txt paths=./api/...
+	bash hack/protoc.sh
 
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook manifests under config/.

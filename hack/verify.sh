@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-GENERATED=(api config/crd/bases config/rbac config/webhook)
+GENERATED=(api config/crd/bases config/rbac config/webhook internal/lvmd/proto)
 fail=0
 
 snapshot="$(mktemp -d)"

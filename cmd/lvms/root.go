@@ -12,6 +12,6 @@ func newRootCommand() *cobra.Command {
 			"Each component runs as a subcommand of this one binary.",
 		SilenceUsage: true,
 	}
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(newVersionCommand(), newLvmdCommand())
 	return root
 }
