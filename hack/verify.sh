@@ -27,6 +27,13 @@ for p in "${GENERATED[@]}"; do
 	fi
 done
 
+echo "verify: kustomize build config/default" >&2
+kubectl="$(bash hack/kube-assets.sh | tail -1)/kubectl"
+if ! "${kubectl}" kustomize config/default >/dev/null; then
+	echo "verify: FAIL: config/default does not build" >&2
+	fail=1
+fi
+
 echo "verify: gofmt" >&2
 unformatted="$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l)"
 if [[ -n "${unformatted}" ]]; then

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+	lvmswebhook "github.com/lvm-operator/lvm-operator/internal/webhook"
+)
+
+// operatorFlags are the settings of `lvms operator`.
+type operatorFlags struct {
+	namespace          string
+	nodeImage          string
+	pullPolicy         string
+	registrarImage     string
+	livenessProbeImage string
+	metricsAddr        string
+	probeAddr          string
+	leaderElect        bool
+	webhookPort        int
+	webhookCertDir     string
+	webhookCertMode    string
+	webhookService     string
+	webhookConfigName  string
+}
+
+func newOperatorCommand() *cobra.Command {
+	f := operatorFlags{}
+	cmd := &cobra.Command{
+		Use:   "operator",
+		Short: "Run the operator: LVMCluster controller and admission webhook",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runOperator(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "lvms-system"), "operator namespace (LVMCluster, operands)")
+	fl.StringVar(&f.nodeImage, "node-image", os.Getenv("LVMS_NODE_IMAGE"), "image of the node agent (lvms node); required")
+	fl.StringVar(&f.pullPolicy, "node-image-pull-policy", string(corev1.PullIfNotPresent), "pull policy of the node agent image")
+	fl.StringVar(&f.registrarImage, "node-driver-registrar-image", "", "add the node-driver-registrar sidecar (default: registration served in process)")
+	fl.StringVar(&f.livenessProbeImage, "livenessprobe-image", "", "add the livenessprobe sidecar (default: health served in process)")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "metrics address (0 disables)")
+	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
+	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas")
+	fl.IntVar(&f.webhookPort, "webhook-port", 9443, "admission webhook port")
+	fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "webhook serving certificate directory")
+	fl.StringVar(&f.webhookCertMode, "webhook-cert-mode", "self", "self: the operator issues and rotates its own certificate and injects the CA; external: the files in --webhook-cert-dir come from elsewhere (cert-manager)")
+	fl.StringVar(&f.webhookService, "webhook-service", "lvms-webhook-service", "name of the webhook Service (certificate DNS name)")
+	fl.StringVar(&f.webhookConfigName, "webhook-configuration", "lvms-validating-webhook-configuration", "ValidatingWebhookConfiguration to inject the CA into")
+	return cmd
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func operatorScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, lvmv1alpha1.AddToScheme, topolvmv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func runOperator(cmd *cobra.Command, f operatorFlags) error {
+	if f.nodeImage == "" {
+		return errors.New("--node-image (or LVMS_NODE_IMAGE) is required: the image the node agent DaemonSet runs")
+	}
+	ctrl.SetLogger(zap.New())
+	scheme, err := operatorScheme()
+	if err != nil {
+		return err
+	}
+	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{f.namespace: {}}}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.metricsAddr != "0"},
+		HealthProbeBindAddress: f.probeAddr,
+		LeaderElection:         f.leaderElect,
+		LeaderElectionID:       "lvms-operator.lvm.topolvm.io",
+		WebhookServer:          webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir}),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&appsv1.DaemonSet{}:                     inNamespace,
+			&lvmv1alpha1.LVMVolumeGroup{}:           inNamespace,
+			&lvmv1alpha1.LVMVolumeGroupNodeStatus{}: inNamespace,
+			&lvmv1alpha1.LVMCluster{}:               inNamespace,
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	certsReady, err := setupWebhookCerts(mgr, f)
+	if err != nil {
+		return err
+	}
+	r := lvmcluster.New(mgr.GetClient(), mgr.GetEventRecorder("lvms-operator"), lvmcluster.Options{
+		Namespace: f.namespace, NodeImage: f.nodeImage, ImagePullPolicy: corev1.PullPolicy(f.pullPolicy),
+		RegistrarImage: f.registrarImage, LivenessProbeImage: f.livenessProbeImage,
+	})
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up LVMCluster controller: %w", err)
+	}
+	go func() {
+		// The webhook serves only once its certificate exists.
+		<-certsReady
+		if err := lvmswebhook.NewLVMClusterValidator(mgr.GetAPIReader(), f.namespace).SetupWithManager(mgr); err != nil {
+			ctrl.Log.Error(err, "Set up LVMCluster webhook")
+		}
+	}()
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return fmt.Errorf("add ready check: %w", err)
+	}
+	return mgr.Start(cmd.Context())
+}
+
+// setupWebhookCerts returns a channel closed once the webhook serving certificate is in place: at
+// once in external mode, after the rotator has written it in self mode.
+func setupWebhookCerts(mgr ctrl.Manager, f operatorFlags) (<-chan struct{}, error) {
+	ready := make(chan struct{})
+	switch f.webhookCertMode {
+	case "external":
+		close(ready)
+		return ready, nil
+	case "self":
+		err := rotator.AddRotator(mgr, &rotator.CertRotator{
+			SecretKey:             types.NamespacedName{Namespace: f.namespace, Name: "lvms-webhook-server-cert"},
+			CertDir:               f.webhookCertDir,
+			CAName:                "lvms-ca",
+			CAOrganization:        "lvms",
+			DNSName:               fmt.Sprintf("%s.%s.svc", f.webhookService, f.namespace),
+			IsReady:               ready,
+			Webhooks:              []rotator.WebhookInfo{{Name: f.webhookConfigName, Type: rotator.Validating}},
+			FieldOwner:            lvmcluster.FieldOwner,
+			RequireLeaderElection: false,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("set up webhook certificate rotation: %w", err)
+		}
+		return ready, nil
+	default:
+		return nil, fmt.Errorf("--webhook-cert-mode %q: use self or external", f.webhookCertMode)
+	}
+}
