@@ -1,0 +1,223 @@
+package logicalvolume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+)
+
+const (
+	// Finalizer keeps a LogicalVolume until its node has removed the LV (TopoLVM's name).
+	Finalizer = "topolvm.io/logicalvolume"
+	// FieldOwner is the field manager of the status the node agent applies.
+	FieldOwner = "lvms-node"
+)
+
+// LVM is what the reconciler needs of lvmd; *lvmd.Service implements it.
+type LVM interface {
+	GetLV(ctx context.Context, name, class string) (lvmd.LV, error)
+	CreateLV(ctx context.Context, req lvmd.CreateLVRequest) (lvmd.LV, error)
+	CreateSnapshot(ctx context.Context, req lvmd.SnapshotRequest) (lvmd.LV, error)
+	ResizeLV(ctx context.Context, name, class string, size uint64) (lvmd.LV, error)
+	RemoveLV(ctx context.Context, name, class string) error
+}
+
+// Options configure the reconciler.
+type Options struct {
+	// Client reads and writes LogicalVolumes; required.
+	Client client.Client
+	// NodeName is this node; only LogicalVolumes with this spec.nodeName are reconciled. Required.
+	NodeName string
+	// LVM creates, grows and removes the LVs; required.
+	LVM LVM
+	// MaxConcurrentReconciles is the number of LogicalVolumes worked on at once (default 4). lvmd
+	// serializes the work on one LV, and lvm2 the work on one VG.
+	MaxConcurrentReconciles int
+}
+
+// Reconciler reconciles the LogicalVolumes of one node.
+type Reconciler struct {
+	client   client.Client
+	nodeName string
+	lvm      LVM
+	workers  int
+}
+
+// New returns the reconciler.
+func New(o Options) (*Reconciler, error) {
+	if o.Client == nil || o.NodeName == "" || o.LVM == nil {
+		return nil, errors.New("logicalvolume reconciler: Client, NodeName and LVM are required")
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 4
+	}
+	return &Reconciler{client: o.Client, nodeName: o.NodeName, lvm: o.LVM, workers: o.MaxConcurrentReconciles}, nil
+}
+
+// scope is the state of one reconcile: the object, the LV observed (nil until it exists) and the
+// failures met, from which the status is derived.
+type scope struct {
+	lvm    LVM
+	obj    *topolvmv1.LogicalVolume
+	name   string // the LV name
+	lv     *lvmd.LV
+	status topolvmv1.LogicalVolumeStatus
+	// failure is the first failure of this reconcile; it sets status.code and status.message.
+	failure error
+}
+
+// phase is one step of a reconcile. It records what it observed in the scope.
+type phase func(ctx context.Context, s *scope) error
+
+// Reconcile creates, grows or removes the LV of one LogicalVolume of this node.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &topolvmv1.LogicalVolume{}
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if obj.Spec.NodeName != r.nodeName {
+		return ctrl.Result{}, nil
+	}
+	s := &scope{lvm: r.lvm, obj: obj, name: lvName(obj), status: *obj.Status.DeepCopy()}
+	if s.name == "" {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("LogicalVolume %s has no UID", obj.Name))
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, s)
+	}
+	if err := r.ensureFinalizer(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
+	var err error
+	for _, p := range []phase{ensureCreated, ensureSize} {
+		if err = p(ctx, s); err != nil {
+			break
+		}
+	}
+	return ctrl.Result{}, errors.Join(retryable(err), r.applyStatus(ctx, s))
+}
+
+// lvName is the LV of obj: the volume ID recorded earlier (which also covers volumes of a TopoLVM
+// agent), else the object's UID, which a restarted agent derives again.
+func lvName(obj *topolvmv1.LogicalVolume) string {
+	if obj.Status.VolumeID != "" {
+		return obj.Status.VolumeID
+	}
+	return string(obj.UID)
+}
+
+func (r *Reconciler) ensureFinalizer(ctx context.Context, obj *topolvmv1.LogicalVolume) error {
+	base := obj.DeepCopy()
+	if !controllerutil.AddFinalizer(obj, Finalizer) {
+		return nil
+	}
+	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("add finalizer to LogicalVolume %s: %w", obj.Name, err)
+	}
+	return nil
+}
+
+// reconcileDelete removes the LV and then the finalizer. An LV that does not exist is removed. When
+// no LV was ever recorded and the device class is unknown or not ready, no LV can exist either.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
+	obj := s.obj
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return nil
+	}
+	err := r.lvm.RemoveLV(ctx, s.name, obj.Spec.DeviceClass)
+	neverCreated := obj.Status.VolumeID == "" &&
+		(errors.Is(err, lvmd.ErrUnknownDeviceClass) || errors.Is(err, lvmd.ErrNotReady))
+	if err != nil && !errors.Is(err, lvmd.ErrNotFound) && !neverCreated {
+		return fmt.Errorf("remove LV of LogicalVolume %s: %w", obj.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Removed LV", "lv", s.name)
+	base := obj.DeepCopy()
+	controllerutil.RemoveFinalizer(obj, Finalizer)
+	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("remove finalizer of LogicalVolume %s: %w", obj.Name, err))
+	}
+	return nil
+}
+
+// ensureCreated finds the LV or creates it. An LV that was recorded and has disappeared is not
+// created again: an empty volume in place of one that held data would hide the loss.
+func ensureCreated(ctx context.Context, s *scope) error {
+	spec := &s.obj.Spec
+	lv, err := s.lvm.GetLV(ctx, s.name, spec.DeviceClass)
+	switch {
+	case err == nil:
+		s.lv = &lv
+		s.setCondition(topolvmv1.ConditionCreated, nil, ReasonCreated, "the LV exists")
+		return nil
+	case !errors.Is(err, lvmd.ErrNotFound):
+		return s.fail(topolvmv1.ConditionCreated, fmt.Errorf("look up LV %s: %w", s.name, err))
+	case s.obj.Status.VolumeID != "":
+		return s.fail(topolvmv1.ConditionCreated, reconcile.TerminalError(
+			fmt.Errorf("%w: LV %s was created but no longer exists on node %s", errVanished, s.name, spec.NodeName)))
+	}
+	size, err := requestedSize(spec)
+	if err == nil {
+		lv, err = create(ctx, s, size)
+	}
+	if err != nil {
+		return s.fail(topolvmv1.ConditionCreated, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Created LV", "lv", lv.Name, "volumeGroup", lv.VolumeGroup, "size", lv.Size)
+	s.lv = &lv
+	s.setCondition(topolvmv1.ConditionCreated, nil, ReasonCreated, "the LV exists")
+	return nil
+}
+
+// create runs the lvmd create of the spec: a snapshot (ro) or clone (rw) of spec.source, or a new LV.
+func create(ctx context.Context, s *scope, size uint64) (lvmd.LV, error) {
+	spec := &s.obj.Spec
+	if spec.Source != "" {
+		lv, err := s.lvm.CreateSnapshot(ctx, lvmd.SnapshotRequest{
+			Name: s.name, DeviceClass: spec.DeviceClass, Source: spec.Source, Size: size,
+			ReadOnly: spec.AccessType == topolvmv1.AccessTypeReadOnly,
+		})
+		if errors.Is(err, lvmd.ErrNotFound) {
+			err = fmt.Errorf("%w: %w", errSourceNotFound, err)
+		}
+		return lv, err
+	}
+	return s.lvm.CreateLV(ctx, lvmd.CreateLVRequest{
+		Name: s.name, DeviceClass: spec.DeviceClass, Size: size, LVCreateOptionClass: spec.LvcreateOptionClass,
+	})
+}
+
+// ensureSize grows the LV to spec.size; LVs are never shrunk.
+func ensureSize(ctx context.Context, s *scope) error {
+	size, err := requestedSize(&s.obj.Spec)
+	if err != nil {
+		return s.fail(topolvmv1.ConditionResized, err)
+	}
+	if s.lv.Size >= size {
+		s.setCondition(topolvmv1.ConditionResized, nil, ReasonResized, "the LV has the requested size")
+		return nil
+	}
+	lv, err := s.lvm.ResizeLV(ctx, s.name, s.obj.Spec.DeviceClass, size)
+	if err != nil {
+		return s.fail(topolvmv1.ConditionResized, fmt.Errorf("grow LV %s to %d bytes: %w", s.name, size, err))
+	}
+	ctrl.LoggerFrom(ctx).Info("Grew LV", "lv", s.name, "from", s.lv.Size, "to", lv.Size)
+	s.lv = &lv
+	s.setCondition(topolvmv1.ConditionResized, nil, ReasonResized, "the LV has the requested size")
+	return nil
+}
+
+func requestedSize(spec *topolvmv1.LogicalVolumeSpec) (uint64, error) {
+	n := spec.Size.Value()
+	if n <= 0 {
+		return 0, reconcile.TerminalError(fmt.Errorf("%w: spec.size %s must be positive", lvmd.ErrInvalidArgument, spec.Size.String()))
+	}
+	return uint64(n), nil
+}

@@ -1,0 +1,251 @@
+package logicalvolume
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+)
+
+func TestCreate(t *testing.T) {
+	tests := []struct {
+		name     string
+		lv       *topolvmv1.LogicalVolume
+		setup    func(e *env) // e.g. the source LV
+		wantSize int64
+		wantVG   string
+		wantArgs []string // in the lvcreate command line
+	}{
+		{name: "thick", lv: newLV("a"), wantSize: gib, wantArgs: []string{"-L"}},
+		{name: "thick, rounded up to whole extents", lv: newLV("a", size(gib+1)), wantSize: gib + extent},
+		{name: "default class", lv: newLV("a", class("")), wantSize: gib},
+		{name: "thin", lv: newLV("a", class("thin")), wantSize: gib, wantArgs: []string{"--thinpool pool"}},
+		{name: "lvcreate option class", lv: newLV("a", optionClass("striped")), wantSize: gib,
+			wantArgs: []string{"--alloc anywhere"}},
+		{name: "snapshot (ro) of a thin LV", lv: newLV("snap", class("thin"), source("uid-src", topolvmv1.AccessTypeReadOnly)),
+			setup: createSource, wantSize: gib, wantArgs: []string{"-s", "uid-src", "-p r"}},
+		{name: "clone (rw) of a thin LV, grown to the larger request",
+			lv:    newLV("clone", class("thin"), size(2*gib), source("uid-src", topolvmv1.AccessTypeReadWrite)),
+			setup: createSource, wantSize: 2 * gib, wantArgs: []string{"-s", "uid-src"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, tt.lv)
+			if tt.setup != nil {
+				tt.setup(e)
+			}
+			e.fake.Reset()
+			e.mustReconcile(tt.lv.Name)
+
+			got := e.get(tt.lv.Name)
+			if got.Status.VolumeID != string(tt.lv.UID) {
+				t.Errorf("volumeID = %q, want the UID %q", got.Status.VolumeID, tt.lv.UID)
+			}
+			if currentSize(got) != tt.wantSize {
+				t.Errorf("currentSize = %d, want %d", currentSize(got), tt.wantSize)
+			}
+			checkHealthy(t, got)
+			creates := slices.DeleteFunc(e.fake.Calls(), func(c string) bool { return !strings.Contains(c, "lvcreate") })
+			if len(creates) != 1 {
+				t.Fatalf("lvcreate ran %d times, want once: %v", len(creates), e.fake.Calls())
+			}
+			for _, a := range tt.wantArgs {
+				if !strings.Contains(creates[0], a) {
+					t.Errorf("lvcreate %q lacks %q", creates[0], a)
+				}
+			}
+			lv, err := e.svc.GetLV(t.Context(), got.Status.VolumeID, tt.lv.Spec.DeviceClass)
+			if err != nil || int64(lv.Size) != tt.wantSize {
+				t.Errorf("lvmd has LV %+v (err %v), want size %d", lv, err, tt.wantSize)
+			}
+		})
+	}
+}
+
+// createSource makes the thin source LV "uid-src" of 1 GiB.
+func createSource(e *env) {
+	src := newLV("src", class("thin"))
+	if err := e.client.Create(e.t.Context(), src); err != nil {
+		e.t.Fatal(err)
+	}
+	e.mustReconcile("src")
+}
+
+// checkHealthy asserts a successful reconcile's status: no code, Created and Resized True at the
+// current generation, observedGeneration current, the finalizer set.
+func checkHealthy(t *testing.T, lv *topolvmv1.LogicalVolume) {
+	t.Helper()
+	if lv.Status.Code != 0 || lv.Status.Message != "" {
+		t.Errorf("code %d message %q, want none", lv.Status.Code, lv.Status.Message)
+	}
+	for _, typ := range []string{topolvmv1.ConditionCreated, topolvmv1.ConditionResized} {
+		c := condition(lv, typ)
+		if c.Status != metav1.ConditionTrue || c.ObservedGeneration != lv.Generation {
+			t.Errorf("condition %s = %+v, want True at generation %d", typ, c, lv.Generation)
+		}
+	}
+	if lv.Status.ObservedGeneration != lv.Generation {
+		t.Errorf("observedGeneration %d, want %d", lv.Status.ObservedGeneration, lv.Generation)
+	}
+	if !slices.Contains(lv.Finalizers, Finalizer) {
+		t.Errorf("finalizers %v lack %s", lv.Finalizers, Finalizer)
+	}
+}
+
+func TestCreateFailures(t *testing.T) {
+	tests := []struct {
+		name         string
+		lv           *topolvmv1.LogicalVolume
+		setup        func(e *env)
+		wantCode     codes.Code
+		wantReason   string
+		wantTerminal bool
+	}{
+		{name: "no space", lv: newLV("a", size(20*gib)),
+			wantCode: codes.ResourceExhausted, wantReason: ReasonInsufficientCapacity},
+		{name: "no overprovisioned thin space", lv: newLV("a", class("thin"), size(9*gib)),
+			wantCode: codes.ResourceExhausted, wantReason: ReasonInsufficientCapacity},
+		{name: "unknown device class", lv: newLV("a", class("nope")),
+			wantCode: codes.InvalidArgument, wantReason: ReasonDeviceClassNotFound, wantTerminal: true},
+		{name: "unknown option class", lv: newLV("a", optionClass("nope")),
+			wantCode: codes.InvalidArgument, wantReason: ReasonInvalidArgument, wantTerminal: true},
+		{name: "volume group not there yet", lv: newLV("a", class("missing")),
+			wantCode: codes.Unavailable, wantReason: ReasonDeviceClassNotReady},
+		{name: "snapshot source not found", lv: newLV("a", class("thin"), source("uid-nope", topolvmv1.AccessTypeReadOnly)),
+			wantCode: codes.NotFound, wantReason: ReasonSourceNotFound, wantTerminal: true},
+		{name: "foreign LV of the same name", lv: newLV("a"),
+			setup:    func(e *env) { e.fake.AddLV("vg", "uid-a", uint64(gib)) },
+			wantCode: codes.FailedPrecondition, wantReason: ReasonNotOwned, wantTerminal: true},
+		{name: "lvcreate fails", lv: newLV("a"),
+			setup:    func(e *env) { e.fake.FailNext("lvcreate", 5, "  Internal error: something broke\n") },
+			wantCode: codes.Internal, wantReason: ReasonFailed},
+		{name: "recorded LV vanished is not created again", lv: newLV("a", volumeID("uid-a")),
+			wantCode: codes.NotFound, wantReason: ReasonNotFound, wantTerminal: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, tt.lv)
+			if tt.setup != nil {
+				tt.setup(e)
+			}
+			err := e.reconcile(tt.lv.Name)
+			if err == nil || isTerminal(err) != tt.wantTerminal {
+				t.Fatalf("reconcile error %v (terminal %v), want terminal=%v", err, isTerminal(err), tt.wantTerminal)
+			}
+			got := e.get(tt.lv.Name)
+			if codes.Code(got.Status.Code) != tt.wantCode || got.Status.Message == "" {
+				t.Errorf("code %v message %q, want %v with a message", codes.Code(got.Status.Code), got.Status.Message, tt.wantCode)
+			}
+			c := condition(got, topolvmv1.ConditionCreated)
+			if c.Status != metav1.ConditionFalse || c.Reason != tt.wantReason || c.ObservedGeneration != 1 {
+				t.Errorf("Created = %+v, want False/%s at generation 1", c, tt.wantReason)
+			}
+			if got.Status.VolumeID != tt.lv.Status.VolumeID || got.Status.ObservedGeneration != 0 {
+				t.Errorf("volumeID %q observedGeneration %d changed by a failure", got.Status.VolumeID, got.Status.ObservedGeneration)
+			}
+			if n := e.fake.Count("lvcreate"); tt.wantCode != codes.Internal && n != 0 {
+				t.Errorf("lvcreate ran %d times", n)
+			}
+		})
+	}
+}
+
+// TestFailureClearsOnSuccess: a retry that succeeds removes code, message and the False condition.
+func TestFailureClearsOnSuccess(t *testing.T) {
+	e := newEnv(t, newLV("a"))
+	e.fake.FailNext("lvcreate", 5, "  Internal error: something broke\n")
+	if err := e.reconcile("a"); err == nil {
+		t.Fatal("want the injected failure")
+	}
+	e.mustReconcile("a")
+	checkHealthy(t, e.get("a"))
+}
+
+// TestRestartDoesNotDuplicate: an agent that dies after lvcreate and before writing the status (here:
+// the status write fails) leaves an LV; a new agent with a new lvmd on the same LVM finds and records
+// it instead of creating a second one.
+func TestRestartDoesNotDuplicate(t *testing.T) {
+	f := newFakeLVM()
+	obj := newLV("a", class("thin"))
+	failStatus := &interceptor.Funcs{SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+		return errors.New("connection lost")
+	}}
+	first := newEnvOn(t, f, newClient(t, failStatus, obj))
+	if err := first.reconcile("a"); err == nil {
+		t.Fatal("want the status write to fail")
+	}
+	if n := f.Count("lvcreate"); n != 1 {
+		t.Fatalf("first agent ran lvcreate %d times", n)
+	}
+	var inAPI topolvmv1.LogicalVolume
+	if err := first.client.Get(t.Context(), types.NamespacedName{Name: "a"}, &inAPI); err != nil {
+		t.Fatal(err)
+	}
+
+	f.Reset()
+	second := newEnvOn(t, f, newClient(t, nil, &inAPI))
+	second.mustReconcile("a")
+	second.mustReconcile("a")
+	if n := f.Count("lvcreate"); n != 0 {
+		t.Errorf("restarted agent ran lvcreate %d times: %v", n, f.Calls())
+	}
+	got := second.get("a")
+	if got.Status.VolumeID != "uid-a" || currentSize(got) != gib {
+		t.Errorf("status %+v, want the existing LV uid-a of 1 GiB", got.Status)
+	}
+	checkHealthy(t, got)
+	lvs, err := second.svc.ListLVs(t.Context(), "thin")
+	if err != nil || len(lvs) != 1 {
+		t.Errorf("LVs %v (%v), want exactly one", lvs, err)
+	}
+}
+
+// TestSteadyState: reconciling a created volume again runs no lvm command and writes nothing.
+func TestSteadyState(t *testing.T) {
+	writes := 0
+	count := &interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, o ...client.SubResourceApplyOption) error {
+			writes++
+			return c.SubResource(sub).Apply(ctx, obj, o...)
+		},
+	}
+	e := newEnvOn(t, newFakeLVM(), newClient(t, count, newLV("a")))
+	e.mustReconcile("a")
+	e.fake.Reset()
+	writes = 0
+	e.mustReconcile("a")
+	if n := e.fake.Count(""); n != 0 || writes != 0 {
+		t.Errorf("second reconcile ran %d lvm commands and %d status writes: %v", n, writes, e.fake.Calls())
+	}
+}
+
+func TestOtherNodesAreIgnored(t *testing.T) {
+	e := newEnv(t, newLV("a", onNode("node-b")))
+	e.mustReconcile("a")
+	got := e.get("a")
+	if len(got.Finalizers) != 0 || got.Status.VolumeID != "" || e.fake.Count("lvcreate") != 0 {
+		t.Errorf("another node's volume was touched: %+v, calls %v", got, e.fake.Calls())
+	}
+	if err := e.reconcile("gone"); err != nil {
+		t.Errorf("reconcile of a deleted object: %v", err)
+	}
+}
+
+func TestNewRequiresDependencies(t *testing.T) {
+	if _, err := New(Options{NodeName: node}); err == nil {
+		t.Error("New without Client and LVM succeeded")
+	}
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -1,0 +1,46 @@
+package logicalvolume
+
+import (
+	"slices"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+)
+
+// SetupWithManager registers the controller with a watch on this node's LogicalVolumes. Updates of
+// the status alone (this agent's own writes) do not trigger a reconcile; spec changes (a larger
+// size), deletion and finalizer changes do.
+//
+// The agent needs RBAC get, list, watch, patch on topolvm.io logicalvolumes and patch on
+// logicalvolumes/status.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("logicalvolume").
+		For(&topolvmv1.LogicalVolume{}, builder.WithPredicates(r.onThisNode(), specOrLifecycleChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
+		Complete(r)
+}
+
+func (r *Reconciler) onThisNode() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		lv, ok := o.(*topolvmv1.LogicalVolume)
+		return ok && lv.Spec.NodeName == r.nodeName
+	})
+}
+
+// specOrLifecycleChanged passes updates that change the generation, the deletion timestamp or the
+// finalizers.
+func specOrLifecycleChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+			!slices.Equal(o.GetFinalizers(), n.GetFinalizers())
+	}}
+}

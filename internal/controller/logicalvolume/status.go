@@ -1,0 +1,160 @@
+package logicalvolume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	topolvmac "github.com/lvm-operator/lvm-operator/api/topolvm/v1/applyconfiguration/topolvm/v1"
+	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+)
+
+// Condition reasons. The CSI controller treats a False condition with InsufficientCapacity,
+// InvalidArgument, DeviceClassNotFound, SourceNotFound, NotFound or Failed as a failed request.
+const (
+	ReasonCreated              = "Created"
+	ReasonResized              = "Resized"
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+	ReasonDeviceClassNotFound  = "DeviceClassNotFound"
+	ReasonInvalidArgument      = "InvalidArgument"
+	ReasonSourceNotFound       = "SourceNotFound"
+	ReasonNotFound             = "NotFound"
+	ReasonAlreadyExists        = "AlreadyExists"
+	ReasonNotOwned             = "NotOwned"
+	ReasonDeviceClassNotReady  = "DeviceClassNotReady"
+	ReasonFailed               = "Failed"
+)
+
+var (
+	// errSourceNotFound: the snapshot or clone source does not exist on this node.
+	errSourceNotFound = errors.New("source LV not found")
+	// errVanished: an LV recorded in status.volumeID no longer exists.
+	errVanished = errors.New("LV vanished")
+)
+
+// failure describes how an error is reported: the gRPC code of status.code, the condition reason,
+// and whether retrying the same spec can succeed.
+type failure struct {
+	code     codes.Code
+	reason   string
+	terminal bool
+}
+
+// classify maps an error of lvmd (or of this package) to its report. Capacity, readiness and
+// unexpected lvm failures are retried with backoff (space may be freed, a VG created); the others
+// need a new spec.
+func classify(err error) failure {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return failure{codes.Canceled, ReasonFailed, false}
+	case errors.Is(err, context.DeadlineExceeded):
+		return failure{codes.DeadlineExceeded, ReasonFailed, false}
+	case errors.Is(err, errVanished):
+		return failure{codes.NotFound, ReasonNotFound, true}
+	case errors.Is(err, errSourceNotFound):
+		return failure{codes.NotFound, ReasonSourceNotFound, true}
+	case errors.Is(err, lvmd.ErrUnknownDeviceClass):
+		return failure{codes.InvalidArgument, ReasonDeviceClassNotFound, true}
+	case errors.Is(err, lvmd.ErrInvalidArgument):
+		return failure{codes.InvalidArgument, ReasonInvalidArgument, true}
+	case errors.Is(err, lvmd.ErrInsufficientCapacity):
+		return failure{codes.ResourceExhausted, ReasonInsufficientCapacity, false}
+	case errors.Is(err, lvmd.ErrAlreadyExists):
+		return failure{codes.AlreadyExists, ReasonAlreadyExists, true}
+	case errors.Is(err, lvmd.ErrNotOurs):
+		return failure{codes.FailedPrecondition, ReasonNotOwned, true}
+	case errors.Is(err, lvmd.ErrNotReady):
+		return failure{codes.Unavailable, ReasonDeviceClassNotReady, false}
+	case errors.Is(err, lvmd.ErrNotFound):
+		return failure{codes.NotFound, ReasonNotFound, false}
+	}
+	return failure{codes.Internal, ReasonFailed, false}
+}
+
+// retryable returns err for the work queue: terminal failures as reconcile.TerminalError (no requeue;
+// a new generation is reconciled again), others as they are (requeued with backoff).
+func retryable(err error) error {
+	if err == nil || errors.Is(err, reconcile.TerminalError(nil)) || !classify(err).terminal {
+		return err
+	}
+	return reconcile.TerminalError(err)
+}
+
+// setCondition sets condition typ: True when err is nil, else False.
+func (s *scope) setCondition(typ string, err error, reason, msg string) {
+	st := metav1.ConditionTrue
+	if err != nil {
+		st = metav1.ConditionFalse
+	}
+	meta.SetStatusCondition(&s.status.Conditions, metav1.Condition{
+		Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: s.obj.Generation,
+	})
+}
+
+// fail records err as the reconcile's failure, sets condition typ False and returns err.
+func (s *scope) fail(typ string, err error) error {
+	if s.failure == nil {
+		s.failure = err
+	}
+	s.setCondition(typ, err, classify(err).reason, err.Error())
+	return err
+}
+
+// applyStatus derives the status from the scope and applies it unless it is unchanged.
+func (r *Reconciler) applyStatus(ctx context.Context, s *scope) error {
+	st := &s.status
+	if s.lv != nil {
+		st.VolumeID = s.name
+		st.CurrentSize = resource.NewQuantity(int64(s.lv.Size), resource.BinarySI)
+	}
+	st.Code, st.Message = 0, ""
+	if s.failure != nil {
+		st.Code, st.Message = uint32(classify(s.failure).code), s.failure.Error()
+	} else {
+		st.ObservedGeneration = s.obj.Generation
+	}
+	if equality.Semantic.DeepEqual(*st, s.obj.Status) {
+		return nil
+	}
+	ac := topolvmac.LogicalVolume(s.obj.Name).WithStatus(statusApplyConfiguration(st))
+	if err := r.client.Status().Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("apply status of LogicalVolume %s: %w", s.obj.Name, err))
+	}
+	return nil
+}
+
+// statusApplyConfiguration is the whole status this agent owns: unset fields are dropped.
+func statusApplyConfiguration(st *topolvmv1.LogicalVolumeStatus) *topolvmac.LogicalVolumeStatusApplyConfiguration {
+	ac := topolvmac.LogicalVolumeStatus()
+	if st.VolumeID != "" {
+		ac.WithVolumeID(st.VolumeID)
+	}
+	if st.Code != 0 {
+		ac.WithCode(st.Code).WithMessage(st.Message)
+	}
+	if st.CurrentSize != nil {
+		ac.WithCurrentSize(*st.CurrentSize)
+	}
+	if st.ObservedGeneration != 0 {
+		ac.WithObservedGeneration(st.ObservedGeneration)
+	}
+	for _, c := range st.Conditions {
+		if c.Type != topolvmv1.ConditionCreated && c.Type != topolvmv1.ConditionResized {
+			continue
+		}
+		ac.WithConditions(metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).
+			WithReason(c.Reason).WithMessage(c.Message).WithObservedGeneration(c.ObservedGeneration).
+			WithLastTransitionTime(c.LastTransitionTime))
+	}
+	return ac
+}
