@@ -90,7 +90,9 @@ func TestDelete(t *testing.T) {
 		{name: "never created in an unknown class", lv: newLV("a", class("nope"), withFinalizer)},
 		{name: "never created in a class without its VG", lv: newLV("a", class("missing"), withFinalizer)},
 		{name: "a failed lvremove keeps the finalizer", lv: newLV("a"), create: true, wantRemoves: 1, wantFinalizer: true,
-			setup: func(e *env) { e.fake.FailNext("lvremove", 5, "  Logical volume vg/uid-a contains a filesystem in use.\n") }},
+			setup: func(e *env) {
+				e.fake.FailNext("lvremove", 5, "  Logical volume vg/uid-a contains a filesystem in use.\n")
+			}},
 		{name: "a recorded LV in a class without its VG keeps the finalizer",
 			lv: newLV("a", class("missing"), volumeID("uid-a"), withFinalizer), wantFinalizer: true},
 	}
