@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
@@ -167,4 +169,38 @@ func TestSnapshotAndCloneStayOnTheSourceNode(t *testing.T) {
 	}
 	_, err = srv.CreateSnapshot(testCtx(t), &csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: "other"})
 	wantCode(t, err, codes.NotFound)
+}
+
+func TestObjectName(t *testing.T) {
+	long := strings.Repeat("a", 300)
+	tests := []struct {
+		csiName  string
+		wantSame bool
+	}{
+		{"pvc-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", true},
+		{"snapshot-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", true},
+		{"Sanity-Volume-ABC", false},
+		{"has_underscore", false},
+		{long, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.csiName[:min(len(tt.csiName), 20)], func(t *testing.T) {
+			got := objectName(tt.csiName)
+			if (got == tt.csiName) != tt.wantSame {
+				t.Errorf("objectName(%q) = %q", tt.csiName, got)
+			}
+			if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+				t.Errorf("objectName(%q) = %q is not a valid object name: %v", tt.csiName, got, errs)
+			}
+			if objectName(tt.csiName) != got {
+				t.Errorf("objectName is not deterministic")
+			}
+		})
+	}
+	mustCreate(t, createReq("Upper-Case_Name"))
+	v1 := mustCreate(t, createReq("Upper-Case_Name"))
+	if lv := getLV(t, objectName("Upper-Case_Name")); lv == nil || lv.Spec.Name != "Upper-Case_Name" ||
+		lv.Status.VolumeID != v1.GetVolumeId() {
+		t.Errorf("LogicalVolume of a CSI name that is no object name: %+v", lv)
+	}
 }

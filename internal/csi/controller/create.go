@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -11,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,7 +63,7 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 		return nil, err
 	}
 	lv := &topolvmv1.LogicalVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: req.GetName()},
+		ObjectMeta: metav1.ObjectMeta{Name: objectName(req.GetName())},
 		Spec: topolvmv1.LogicalVolumeSpec{
 			Name:                req.GetName(),
 			DeviceClass:         params[lvmcsi.ParamDeviceClass],
@@ -163,6 +166,8 @@ func compatible(lv, want *topolvmv1.LogicalVolume) error {
 		return fmt.Errorf("LogicalVolume %s is being deleted: %w", lv.Name, errBusy)
 	}
 	switch {
+	case lv.Spec.Name != want.Spec.Name:
+		return fmt.Errorf("object %s: %w: it belongs to CSI name %q", lv.Name, errAlreadyExists, lv.Spec.Name)
 	case lv.Spec.Size.Cmp(want.Spec.Size) < 0:
 		return fmt.Errorf("volume %s: %w: size %s, requested %s", lv.Name, errAlreadyExists,
 			lv.Spec.Size.String(), want.Spec.Size.String())
@@ -177,6 +182,18 @@ func compatible(lv, want *topolvmv1.LogicalVolume) error {
 			lv.Spec.AccessType, want.Spec.AccessType)
 	}
 	return nil
+}
+
+// objectName is the LogicalVolume name of a CSI volume or snapshot name: the CSI name itself when it is
+// a valid object name (as the external-provisioner's pvc-<uid> and snapshot-<uid> are, and as TopoLVM
+// names them), else a digest of it (CSI names may hold upper case and other characters Kubernetes
+// refuses). spec.name always keeps the CSI name.
+func objectName(csiName string) string {
+	if len(validation.IsDNS1123Subdomain(csiName)) == 0 {
+		return csiName
+	}
+	sum := sha256.Sum256([]byte(csiName))
+	return "csi-" + hex.EncodeToString(sum[:20])
 }
 
 func exists(lv *topolvmv1.LogicalVolume) (bool, error) { return lv != nil, nil }

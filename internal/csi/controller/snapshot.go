@@ -53,7 +53,7 @@ func (s *Server) desiredSnapshot(ctx context.Context, name, sourceID string) (*t
 		return nil, fmt.Errorf("source volume %s: %w", sourceID, errNotFound)
 	}
 	return &topolvmv1.LogicalVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: objectName(name)},
 		Spec: topolvmv1.LogicalVolumeSpec{
 			Name:                name,
 			NodeName:            source.Spec.NodeName,

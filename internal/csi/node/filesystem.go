@@ -16,6 +16,8 @@ var (
 	errFilesystemMismatch = errors.New("device already carries another filesystem")
 	// errUnsupported: this node cannot do what is asked (e.g. mkfs.btrfs is not installed).
 	errUnsupported = errors.New("not supported on this node")
+	// errSingleWriter: a SINGLE_NODE_SINGLE_WRITER volume is already published at another target.
+	errSingleWriter = errors.New("single-writer volume already published")
 	// errNotMounted: the volume path is not a mount point.
 	errNotMounted = errors.New("not mounted")
 )

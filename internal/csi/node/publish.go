@@ -37,6 +37,11 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if err != nil {
 		return nil, rpcError(fmt.Errorf("volume %s: %w", id, err))
 	}
+	if c.GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER {
+		if err := s.checkSingleWriter(dev, target); err != nil {
+			return nil, rpcError(err)
+		}
+	}
 	if c.GetBlock() != nil {
 		err = s.publishBlock(ctx, dev, target, req.GetReadonly())
 	} else {
@@ -110,6 +115,32 @@ func (s *Server) publishBlock(ctx context.Context, dev, target string, readonly 
 	return nil
 }
 
+// checkSingleWriter fails with errSingleWriter when dev is mounted somewhere other than target. The
+// kubelet enforces ReadWriteOncePod before it calls us; this catches what it cannot see. Mounts are
+// matched by device path after resolving symlinks, which finds filesystem mounts (block bind mounts are
+// listed under their devtmpfs source).
+func (s *Server) checkSingleWriter(dev, target string) error {
+	mps, err := s.mounter.List()
+	if err != nil {
+		return fmt.Errorf("list mounts: %w", err)
+	}
+	want, absTarget := resolve(dev), resolve(target)
+	for _, mp := range mps {
+		if resolve(mp.Device) == want && resolve(mp.Path) != absTarget {
+			return fmt.Errorf("%w: %s is already mounted at %s", errSingleWriter, dev, mp.Path)
+		}
+	}
+	return nil
+}
+
+// resolve follows symlinks of p, or returns p when that fails.
+func resolve(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
 // NodeUnpublishVolume unmounts the target path and removes it; a missing target is a success.
 func (s *Server) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetTargetPath()
@@ -133,7 +164,8 @@ func rpcError(err error) error {
 	switch {
 	case errors.Is(err, ErrVolumeNotFound):
 		code = codes.NotFound
-	case errors.Is(err, errFilesystemMismatch), errors.Is(err, errUnsupported), errors.Is(err, errNotMounted):
+	case errors.Is(err, errFilesystemMismatch), errors.Is(err, errUnsupported), errors.Is(err, errNotMounted),
+		errors.Is(err, errSingleWriter):
 		code = codes.FailedPrecondition
 	case errors.Is(err, lvmcsi.ErrInvalidCapability):
 		code = codes.InvalidArgument

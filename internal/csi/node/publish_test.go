@@ -202,3 +202,23 @@ func TestNodeUnpublish(t *testing.T) {
 	_, err := f.srv.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: volID})
 	wantCode(t, err, codes.InvalidArgument)
 }
+
+func TestNodePublishSingleWriterRefusesASecondTarget(t *testing.T) {
+	for _, capab := range []*csi.VolumeCapability{mountCap("ext4"), blockCap()} {
+		f := newFixture(t, "ext4")
+		capab.AccessMode.Mode = csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+		first, second := f.target("one"), f.target("two")
+		for _, target := range []string{first, first} { // a repeat on the same target is fine
+			if _, err := f.srv.NodePublishVolume(t.Context(), publishReq(target, capab, false)); err != nil {
+				t.Fatalf("publish at %s: %v", target, err)
+			}
+		}
+		_, err := f.srv.NodePublishVolume(t.Context(), publishReq(second, capab, false))
+		wantCode(t, err, codes.FailedPrecondition)
+
+		capab.AccessMode.Mode = csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+		if _, err := f.srv.NodePublishVolume(t.Context(), publishReq(second, capab, false)); err != nil {
+			t.Errorf("SINGLE_NODE_WRITER allows two targets on one node: %v", err)
+		}
+	}
+}
