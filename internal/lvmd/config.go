@@ -110,11 +110,16 @@ func LoadConfig(path string) (*Config, error) {
 }
 
 // ParseConfig parses YAML (or JSON) strictly, unknown fields are errors,
-// and validates the result.
+// and validates the result. A configuration file must name at least one
+// device class (a live configuration, see DeviceClassManager.Replace, may
+// have none: a node without volume groups yet).
 func ParseConfig(data []byte) (*Config, error) {
 	var cfg Config
 	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
 		return nil, fmt.Errorf("%w: parse: %w", ErrInvalidArgument, err)
+	}
+	if len(cfg.DeviceClasses) == 0 {
+		return nil, fmt.Errorf("%w: device-classes: at least one device class is required", ErrInvalidArgument)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -134,14 +139,11 @@ var (
 )
 
 // Validate checks the configuration and returns every problem found, joined,
-// each wrapping ErrInvalidArgument.
+// each wrapping ErrInvalidArgument. No device classes is valid.
 func (c *Config) Validate() error {
 	var errs []error
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...))
-	}
-	if len(c.DeviceClasses) == 0 {
-		fail("device-classes: at least one device class is required")
 	}
 	var names, defaults []string
 	for i := range c.DeviceClasses {
