@@ -1,0 +1,117 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+)
+
+// Metric names, as TopoLVM exports them.
+const (
+	MetricVolumeGroupAvailableBytes        = "topolvm_volumegroup_available_bytes"
+	MetricVolumeGroupSizeBytes             = "topolvm_volumegroup_size_bytes"
+	MetricThinPoolSizeBytes                = "topolvm_thinpool_size_bytes"
+	MetricThinPoolDataPercent              = "topolvm_thinpool_data_percent"
+	MetricThinPoolMetadataPercent          = "topolvm_thinpool_metadata_percent"
+	MetricThinPoolOverprovisionedAvailable = "topolvm_thinpool_overprovisioned_available"
+)
+
+// Metrics is a Prometheus collector of lvmd's capacities per device class, labelled node and
+// device_class, fed from lvmd's Watch stream (Start):
+//
+//   - topolvm_volumegroup_available_bytes: the bytes new volumes may take, the value of the node's
+//     capacity annotation (thin classes: overprovisioned pool capacity left);
+//   - topolvm_volumegroup_size_bytes: the VG size (thin classes: the pool size);
+//   - topolvm_thinpool_size_bytes, _data_percent, _metadata_percent: the thin pool as lvm2 reports it;
+//   - topolvm_thinpool_overprovisioned_available: overprovision ratio × pool size − the virtual sizes
+//     of the pool's volumes.
+//
+// A scrape sees one whole update; classes that are removed disappear. The thin pool series exist
+// only for thin classes whose pool exists.
+type Metrics struct {
+	node string
+	src  CapacityWatcher
+
+	vgAvailable, vgSize, tpSize, tpData, tpMeta, tpAvailable *prometheus.Desc
+
+	mu   sync.Mutex
+	caps []lvmd.Capacity
+}
+
+var _ prometheus.Collector = (*Metrics)(nil)
+
+// NewMetrics returns the collector of node's capacities, fed by src. Register it (Register) and run it
+// (Start, e.g. with the manager).
+func NewMetrics(node string, src CapacityWatcher) *Metrics {
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"device_class"}, prometheus.Labels{"node": node})
+	}
+	return &Metrics{
+		node:        node,
+		src:         src,
+		vgAvailable: desc(MetricVolumeGroupAvailableBytes, "Bytes new volumes may take in the device class (the node's capacity annotation)."),
+		vgSize:      desc(MetricVolumeGroupSizeBytes, "Size in bytes of the device class's volume group (thin classes: of the thin pool)."),
+		tpSize:      desc(MetricThinPoolSizeBytes, "Size in bytes of the device class's thin pool."),
+		tpData:      desc(MetricThinPoolDataPercent, "Data usage of the device class's thin pool in percent."),
+		tpMeta:      desc(MetricThinPoolMetadataPercent, "Metadata usage of the device class's thin pool in percent."),
+		tpAvailable: desc(MetricThinPoolOverprovisionedAvailable, "Bytes left in the device class's thin pool with overprovisioning."),
+	}
+}
+
+// Register registers the collector, e.g. on controller-runtime's metrics.Registry.
+func (m *Metrics) Register(reg prometheus.Registerer) error {
+	if err := reg.Register(m); err != nil {
+		return fmt.Errorf("register lvmd capacity metrics: %w", err)
+	}
+	return nil
+}
+
+// NeedLeaderElection is false: every node agent exports its own node's metrics.
+func (m *Metrics) NeedLeaderElection() bool { return false }
+
+// Start updates the metrics from lvmd's capacity stream until ctx ends.
+func (m *Metrics) Start(ctx context.Context) error {
+	for caps := range m.src.Watch(ctx) {
+		m.Update(caps)
+	}
+	return nil
+}
+
+// Update replaces the capacities the collector reports.
+func (m *Metrics) Update(caps []lvmd.Capacity) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.caps = slices.Clone(caps)
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.vgAvailable, m.vgSize, m.tpSize, m.tpData, m.tpMeta, m.tpAvailable} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	caps := m.caps
+	m.mu.Unlock()
+	gauge := func(d *prometheus.Desc, v float64, class string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, class)
+	}
+	for _, c := range caps {
+		gauge(m.vgAvailable, float64(c.FreeBytes), c.DeviceClass)
+		gauge(m.vgSize, float64(c.SizeBytes), c.DeviceClass)
+		if tp := c.ThinPool; tp != nil {
+			gauge(m.tpSize, float64(tp.SizeBytes), c.DeviceClass)
+			gauge(m.tpData, tp.DataPercent, c.DeviceClass)
+			gauge(m.tpMeta, tp.MetadataPercent, c.DeviceClass)
+			gauge(m.tpAvailable, float64(c.FreeBytes), c.DeviceClass)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	csinode "github.com/lvm-operator/lvm-operator/internal/csi/node"
+	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+)
+
+// LVSource is what Volumes needs of lvmd; *lvmd.Service implements it.
+type LVSource interface {
+	GetLV(ctx context.Context, name, class string) (lvmd.LV, error)
+	Classes() *lvmd.DeviceClassManager
+}
+
+// Volumes maps CSI volume IDs to LVs through lvmd; it implements the CSI node service's Volumes. A
+// volume ID is the LV name (see package controller/logicalvolume). Lookups read lvmd's in-memory
+// state, not lvm2.
+type Volumes struct {
+	lvs LVSource
+}
+
+var _ csinode.Volumes = (*Volumes)(nil)
+
+// NewVolumes returns Volumes over lvs.
+func NewVolumes(lvs LVSource) *Volumes { return &Volumes{lvs: lvs} }
+
+// Device returns the device node /dev/<vg>/<lv> of the LV named volumeID in any device class, and its
+// size in bytes; an error wrapping csinode.ErrVolumeNotFound when no class has it.
+func (v *Volumes) Device(ctx context.Context, volumeID string) (string, int64, error) {
+	for _, dc := range v.lvs.Classes().Config().DeviceClasses {
+		lv, err := v.lvs.GetLV(ctx, volumeID, dc.Name)
+		switch {
+		case err == nil:
+			return lv.Path, int64(lv.Size), nil
+		case errors.Is(err, lvmd.ErrNotFound), errors.Is(err, lvmd.ErrNotReady), errors.Is(err, lvmd.ErrInvalidArgument),
+			errors.Is(err, lvmd.ErrNotOurs):
+			// Not in this class: absent, the class has no VG, the LV belongs to another class of the
+			// VG, or it is not an LV lvmd made (never handed to a pod).
+		default:
+			return "", 0, fmt.Errorf("look up volume %s in device class %s: %w", volumeID, dc.Name, err)
+		}
+	}
+	return "", 0, fmt.Errorf("volume %s: %w", volumeID, csinode.ErrVolumeNotFound)
+}
