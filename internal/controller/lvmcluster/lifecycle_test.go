@@ -287,11 +287,11 @@ func testDeviceClassRemoval(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 	update(func(cur *lvmv1alpha1.LVMCluster) { cur.Spec.Storage.DeviceClasses = cur.Spec.Storage.DeviceClasses[:1] })
 	eventually(t, "lvms-vg2 and LVMVolumeGroup vg2 removed", func(ctx context.Context) error {
 		if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg2"}, &storagev1.StorageClass{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("StorageClass lvms-vg2: %v", err)
+			return fmt.Errorf("StorageClass lvms-vg2: %w", err)
 		}
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "vg2"}, &lvmv1alpha1.LVMVolumeGroup{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("LVMVolumeGroup vg2: %v", err)
+			return fmt.Errorf("LVMVolumeGroup vg2: %w", err)
 		}
 		return nil
 	})
@@ -345,7 +345,7 @@ func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 	})
 	eventually(t, "LVMCluster and operands gone", func(ctx context.Context) error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &lvmv1alpha1.LVMCluster{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("LVMCluster: %v", err)
+			return fmt.Errorf("LVMCluster: %w", err)
 		}
 		checks := []client.Object{
 			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}},
@@ -355,7 +355,7 @@ func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 		}
 		for _, o := range checks {
 			if err := k8s.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("%T %s still there: %v", o, o.GetName(), err)
+				return fmt.Errorf("%T %s still there: %w", o, o.GetName(), err)
 			}
 		}
 		return nil
