@@ -1,0 +1,216 @@
+package vgmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/devices"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
+)
+
+// wipe runs the one-time wipe of the planned disks.
+func (m *NodeManager) wipe(ctx context.Context, p *plan) error {
+	log := ctrl.LoggerFrom(ctx)
+	for _, d := range p.wipe {
+		log.Info("Wiping device", "device", d, "volumeGroup", p.in.Name)
+		if err := m.disks.Wipe(ctx, d, devices.ForceWipeDevicesAndDestroyAllData(true)); err != nil {
+			return fmt.Errorf("wipe devices for VG %s: %w", p.in.Name, err)
+		}
+	}
+	return nil
+}
+
+// apply creates or extends the VG, removes unselected empty PVs and creates or grows the thin pool.
+func (m *NodeManager) apply(ctx context.Context, p *plan) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("volumeGroup", p.in.Name)
+	switch {
+	case len(p.add) == 0:
+	case p.vg == nil:
+		log.Info("Creating volume group", "devices", p.add)
+		if err := m.lvm.CreateVG(ctx, p.in.Name, p.add); err != nil {
+			return err
+		}
+	default:
+		log.Info("Extending volume group", "devices", p.add)
+		if err := m.lvm.ExtendVG(ctx, *p.vg, p.add...); err != nil {
+			return err
+		}
+	}
+	if len(p.remove) > 0 {
+		log.Info("Removing devices from volume group", "devices", p.remove)
+		if err := m.lvm.ReduceVG(ctx, *p.vg, p.remove...); err != nil {
+			return err
+		}
+		for _, d := range p.remove {
+			if err := m.lvm.RemovePV(ctx, lvm.PV{Name: d}); err != nil {
+				return err
+			}
+		}
+	}
+	if tp := p.in.Spec.ThinPoolConfig; tp != nil {
+		return m.ensurePool(ctx, p.in.Name, tp)
+	}
+	return nil
+}
+
+// ensurePool creates the thin pool, grows its metadata to metadataSize and its data to sizePercent
+// of the (grown) VG, from the state as it is now.
+func (m *NodeManager) ensurePool(ctx context.Context, name string, tp *lvmv1alpha1.ThinPoolConfig) error {
+	s, err := m.lvm.State(ctx, name)
+	if err != nil {
+		return fmt.Errorf("thin pool of VG %s: %w", name, err)
+	}
+	vg, ok := s.VG(name)
+	if !ok {
+		return fmt.Errorf("thin pool of VG %s: %w", name, lvm.ErrNotFound)
+	}
+	a, err := poolActionFor(s, vg, tp, 0)
+	if err != nil {
+		return err
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("volumeGroup", name, "thinPool", tp.Name)
+	if a.create != nil {
+		log.Info("Creating thin pool", "extents", a.create.Extents)
+		return m.lvm.CreateThinPool(ctx, vg, *a.create)
+	}
+	if a.metadataTo > 0 {
+		log.Info("Growing thin pool metadata", "bytes", a.metadataTo)
+		if err := m.lvm.ExtendLV(ctx, vg, tp.Name, lvm.ExtendOptions{PoolMetadataSize: a.metadataTo}); err != nil {
+			return err
+		}
+	}
+	if a.extentsTo > 0 {
+		log.Info("Extending thin pool", "extents", a.extentsTo, "percentOfVG", sizePercent(tp))
+		ext := lvm.Extents(fmt.Sprintf("%d", a.extentsTo))
+		if err := m.lvm.ExtendLV(ctx, vg, tp.Name, lvm.ExtendOptions{Extents: ext}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// observe reads the VG again and derives the final status from it.
+func (m *NodeManager) observe(ctx context.Context, p *plan) (lvmv1alpha1.VGStatus, error) {
+	s, err := m.lvm.State(ctx, p.in.Name)
+	if err != nil {
+		err = fmt.Errorf("observe VG %s: %w", p.in.Name, err)
+		return failedStatus(p.in.Name, p, err), err
+	}
+	p.state = s
+	vg, ok := s.VG(p.in.Name)
+	if !ok {
+		err := fmt.Errorf("observe VG %s: %w", p.in.Name, lvm.ErrNotFound)
+		return failedStatus(p.in.Name, nil, err), err
+	}
+	p.vg = &vg
+	if tp := p.in.Spec.ThinPoolConfig; tp != nil {
+		if lv, ok := s.LV(p.in.Name, tp.Name); !ok || lv.SegType() != "thin-pool" {
+			p.problems = append(p.problems, "thin pool "+tp.Name+" is missing")
+		}
+	}
+	return p.observed(), nil
+}
+
+// poolAction is the change the thin pool needs.
+type poolAction struct {
+	name string
+	pct  int
+	// create is set when the pool does not exist.
+	create *lvm.ThinPoolOptions
+	// extentsTo is the new data size in extents; 0 for none.
+	extentsTo uint64
+	// metadataTo is the new metadata size in bytes; 0 for none.
+	metadataTo uint64
+	// growing is set while disks are about to be added (planning only).
+	growing bool
+}
+
+func (a poolAction) describe() string {
+	var out []string
+	if a.create != nil {
+		out = append(out, fmt.Sprintf("create thin pool %s with %d%% of the free space", a.name, a.pct))
+	}
+	if a.metadataTo > 0 {
+		out = append(out, fmt.Sprintf("grow the metadata of thin pool %s to %d bytes", a.name, a.metadataTo))
+	}
+	if a.extentsTo > 0 || (a.growing && a.create == nil) {
+		out = append(out, fmt.Sprintf("extend thin pool %s to %d%% of the volume group", a.name, a.pct))
+	}
+	return strings.Join(out, "; ")
+}
+
+// errNotAPool reports an LV with the pool's name that is not a thin pool.
+var errNotAPool = errors.New("exists but is not a thin pool")
+
+// poolActionFor computes the thin pool change from state; adding > 0 says disks are about to join.
+func poolActionFor(s *lvm.State, vg lvm.VG, tp *lvmv1alpha1.ThinPoolConfig, adding uint64) (poolAction, error) {
+	a := poolAction{name: tp.Name, pct: sizePercent(tp), growing: adding > 0}
+	pool, ok := s.LV(vg.Name, tp.Name)
+	if !ok {
+		o, err := thinPoolOptions(tp)
+		if err != nil {
+			return a, err
+		}
+		a.create = &o
+		return a, nil
+	}
+	if pool.SegType() != "thin-pool" {
+		return a, fmt.Errorf("LV %s in VG %s %w (segment type %q): rename or remove it", tp.Name, vg.Name, errNotAPool, pool.SegType())
+	}
+	if vg.ExtentSize == 0 {
+		return a, nil
+	}
+	free := vg.FreeCount
+	if want := metadataSize(tp); want > 0 {
+		want = (want + vg.ExtentSize - 1) / vg.ExtentSize * vg.ExtentSize
+		if want > pool.MetadataSize && free > 0 {
+			a.metadataTo = want
+			free -= min(free, (want-pool.MetadataSize)/vg.ExtentSize)
+		}
+	}
+	cur := pool.Size / vg.ExtentSize
+	target := uint64(a.pct) * vg.ExtentCount / 100
+	if target > cur && free > 0 {
+		a.extentsTo = min(target, cur+free)
+	}
+	return a, nil
+}
+
+// thinPoolOptions builds the lvcreate options of a new pool: sizePercent of the free extents,
+// chunk size per policy (Static: chunkSize, 128Ki by default), metadata size when Static.
+func thinPoolOptions(tp *lvmv1alpha1.ThinPoolConfig) (lvm.ThinPoolOptions, error) {
+	o := lvm.ThinPoolOptions{Name: tp.Name, Extents: lvm.PercentOf(sizePercent(tp), "FREE"), MetadataSize: metadataSize(tp)}
+	if tp.ChunkSizeCalculationPolicy != lvmv1alpha1.ChunkSizeCalculationPolicyHost {
+		q := resourceQuantity(tp.ChunkSize, lvmv1alpha1.DefaultChunkSize)
+		v, ok := q.AsInt64()
+		if !ok || v <= 0 {
+			return o, fmt.Errorf("thin pool %s: invalid chunkSize %s", tp.Name, q.String())
+		}
+		o.ChunkSize = uint64(v)
+	}
+	return o, nil
+}
+
+// metadataSize is the wanted metadata size in bytes, 0 when lvm2 chooses.
+func metadataSize(tp *lvmv1alpha1.ThinPoolConfig) uint64 {
+	if tp.MetadataSizeCalculationPolicy != lvmv1alpha1.MetadataSizeCalculationPolicyStatic || tp.MetadataSize == nil {
+		return 0
+	}
+	if v, ok := tp.MetadataSize.AsInt64(); ok && v > 0 {
+		return uint64(v)
+	}
+	return 0
+}
+
+// sizePercent is the pool's share of the VG (90 when unset).
+func sizePercent(tp *lvmv1alpha1.ThinPoolConfig) int {
+	if tp.SizePercent <= 0 {
+		return 90
+	}
+	return int(tp.SizePercent)
+}

@@ -1,0 +1,293 @@
+package vgmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+)
+
+// Options are the dependencies of the Reconciler, set once at construction.
+type Options struct {
+	// Client reads LVMVolumeGroups, LVMClusters and this Node, and writes finalizers, the wiped
+	// annotation and the LVMVolumeGroupNodeStatus.
+	Client client.Client
+	// Recorder emits events on LVMVolumeGroups.
+	Recorder events.EventRecorder
+	// Disks inventories and wipes block devices (*devices.Host).
+	Disks Disks
+	// LVM runs lvm2 (*lvm.Client).
+	LVM LVM
+	// Sink receives the device classes of this node (*lvmd.DeviceClassManager).
+	Sink DeviceClassSink
+	// NodeName is the node this agent runs on.
+	NodeName string
+	// Namespace is the operator namespace: LVMVolumeGroups and LVMVolumeGroupNodeStatuses live there.
+	Namespace string
+	// ResolvePath resolves deviceSelector paths; nil means devices.ResolvePath.
+	ResolvePath func(string) (string, error)
+	// DiscoveryInterval is how often to look for new disks while a VG can grow; 0 means
+	// DefaultDiscoveryInterval.
+	DiscoveryInterval time.Duration
+}
+
+// Reconciler reconciles the LVMVolumeGroups that select this node.
+type Reconciler struct {
+	client    client.Client
+	recorder  events.EventRecorder
+	lvm       LVM
+	nodes     *NodeManager
+	sink      DeviceClassSink
+	nodeName  string
+	namespace string
+	interval  time.Duration
+}
+
+// New returns the volume-group manager of node o.NodeName.
+func New(o Options) *Reconciler {
+	interval := o.DiscoveryInterval
+	if interval <= 0 {
+		interval = DefaultDiscoveryInterval
+	}
+	return &Reconciler{
+		client: o.Client, recorder: o.Recorder, lvm: o.LVM, nodes: NewNodeManager(o.Disks, o.LVM, o.ResolvePath),
+		sink: o.Sink, nodeName: o.NodeName, namespace: o.Namespace, interval: interval,
+	}
+}
+
+// scope is the state of one reconcile.
+type scope struct {
+	vg   *lvmv1alpha1.LVMVolumeGroup
+	node *corev1.Node
+	// dryRun is read from the annotation.
+	dryRun bool
+	// status is this node's entry, written once at the end; tornDown (the VG is gone from this node)
+	// drops the entry instead and lets the finalizer go.
+	status   *lvmv1alpha1.VGStatus
+	tornDown bool
+}
+
+// phase is one named step of a reconcile.
+type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+// Reconcile builds, grows or tears down this node's volume group of one LVMVolumeGroup.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	node, err := r.node(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	vg := &lvmv1alpha1.LVMVolumeGroup{}
+	if err := r.client.Get(ctx, req.NamespacedName, vg); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.feedLVMD(ctx, node)
+		}
+		return ctrl.Result{}, fmt.Errorf("get LVMVolumeGroup %s: %w", req.NamespacedName, err)
+	}
+	selected, err := r.selects(vg, node)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ours := controllerutil.ContainsFinalizer(vg, Finalizer(r.nodeName))
+	if !selected && !ours {
+		return ctrl.Result{}, nil
+	}
+	s := &scope{vg: vg, node: node}
+	defer func() { retErr = errors.Join(retErr, r.writeStatus(ctx, s)) }()
+
+	phases := []phase{r.ensureFinalizer, r.readDryRun, r.reconcileVG, r.feedLVMDPhase}
+	if !vg.DeletionTimestamp.IsZero() || !selected {
+		// Deleted, or this node no longer matches the nodeSelector: tear the VG down.
+		phases = []phase{r.readDryRun, r.teardown, r.feedLVMDPhase, r.removeFinalizer}
+	}
+	for _, p := range phases {
+		pres, err := p(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if pres.RequeueAfter > 0 && (res.RequeueAfter == 0 || pres.RequeueAfter < res.RequeueAfter) {
+			res.RequeueAfter = pres.RequeueAfter
+		}
+	}
+	return res, nil
+}
+
+// node returns this node; a missing node has no labels.
+func (r *Reconciler) node(ctx context.Context) (*corev1.Node, error) {
+	node := &corev1.Node{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: r.nodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: r.nodeName}}, nil
+		}
+		return nil, fmt.Errorf("get node %s: %w", r.nodeName, err)
+	}
+	return node, nil
+}
+
+// selects reports whether vg's nodeSelector matches node (no selector matches every node).
+func (r *Reconciler) selects(vg *lvmv1alpha1.LVMVolumeGroup, node *corev1.Node) (bool, error) {
+	if vg.Spec.NodeSelector == nil {
+		return true, nil
+	}
+	sel, err := nodeaffinity.NewNodeSelector(vg.Spec.NodeSelector)
+	if err != nil {
+		return false, fmt.Errorf("nodeSelector of LVMVolumeGroup %s: %w", vg.Name, err)
+	}
+	return sel.Match(node), nil
+}
+
+// ensureFinalizer puts this node's finalizer on the LVMVolumeGroup before anything is changed on
+// disk. The patch carries the resourceVersion: other nodes add theirs to the same list.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	orig := s.vg.DeepCopy()
+	if !controllerutil.AddFinalizer(s.vg, Finalizer(r.nodeName)) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.client.Patch(ctx, s.vg, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, fmt.Errorf("add finalizer to LVMVolumeGroup %s: %w", s.vg.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// removeFinalizer releases the LVMVolumeGroup once teardown found the VG gone from this node.
+func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	orig := s.vg.DeepCopy()
+	if !s.tornDown || !controllerutil.RemoveFinalizer(s.vg, Finalizer(r.nodeName)) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.client.Patch(ctx, s.vg, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("remove finalizer from LVMVolumeGroup %s: %w", s.vg.Name, err))
+	}
+	return ctrl.Result{}, nil
+}
+
+// readDryRun reads DryRunAnnotation from the LVMVolumeGroup or from the LVMCluster owning it (the
+// operator does not copy annotations, so the owner is where users set it).
+func (r *Reconciler) readDryRun(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.vg.Annotations[DryRunAnnotation] == "true" {
+		s.dryRun = true
+		return ctrl.Result{}, nil
+	}
+	ref := metav1.GetControllerOf(s.vg)
+	if ref == nil || ref.Kind != "LVMCluster" {
+		return ctrl.Result{}, nil
+	}
+	cluster := &lvmv1alpha1.LVMCluster{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: s.vg.Namespace, Name: ref.Name}, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("get LVMCluster %s for the dry-run annotation: %w", ref.Name, err))
+	}
+	s.dryRun = cluster.Annotations[DryRunAnnotation] == "true"
+	return ctrl.Result{}, nil
+}
+
+// reconcileVG runs the node manager and keeps its status for the deferred write.
+func (r *Reconciler) reconcileVG(ctx context.Context, s *scope) (ctrl.Result, error) {
+	in := Input{
+		Name: s.vg.Name, Spec: s.vg.Spec, NodeName: r.nodeName, DryRun: s.dryRun,
+		AlreadyWiped: s.vg.Annotations[WipedAnnotation(r.nodeName)] != "",
+	}
+	hooks := Hooks{
+		BeforeChange: func(ctx context.Context, st lvmv1alpha1.VGStatus) error {
+			r.recorder.Eventf(s.vg, nil, corev1.EventTypeNormal, EventVolumeGroup, "Reconcile", "node %s: %s", r.nodeName, st.Reason)
+			return r.applyStatus(ctx, s.vg.Name, st)
+		},
+		AfterWipe: func(ctx context.Context) error { return r.markWiped(ctx, s) },
+	}
+	out, err := r.nodes.Reconcile(ctx, in, hooks)
+	s.status = &out.Status
+	if err != nil {
+		r.recorder.Eventf(s.vg, nil, corev1.EventTypeWarning, EventFailed, "Reconcile", "node %s: %v", r.nodeName, err)
+		return ctrl.Result{}, err
+	}
+	if out.CanGrow {
+		// Disks appear on a node without any Kubernetes event: look again while the VG can grow.
+		return ctrl.Result{RequeueAfter: r.interval}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// markWiped records this node's one-time wipe on the LVMVolumeGroup, right after wiping.
+func (r *Reconciler) markWiped(ctx context.Context, s *scope) error {
+	orig := s.vg.DeepCopy()
+	if s.vg.Annotations == nil {
+		s.vg.Annotations = map[string]string{}
+	}
+	s.vg.Annotations[WipedAnnotation(r.nodeName)] = time.Now().UTC().Format(time.RFC3339)
+	if err := r.client.Patch(ctx, s.vg, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("record wipe on LVMVolumeGroup %s: %w", s.vg.Name, err)
+	}
+	r.recorder.Eventf(s.vg, nil, corev1.EventTypeWarning, EventDevicesWiped, "Wipe",
+		"node %s wiped the selected devices (forceWipeDevicesAndDestroyAllData)", r.nodeName)
+	return nil
+}
+
+// teardown removes the VG from this node, or refuses while volumes exist.
+func (r *Reconciler) teardown(ctx context.Context, s *scope) (ctrl.Result, error) {
+	done, err := r.nodes.Teardown(ctx, s.vg.Name, s.vg.Spec, s.dryRun)
+	if errors.Is(err, ErrDryRun) {
+		st := lvmv1alpha1.VGStatus{Name: s.vg.Name, Status: lvmv1alpha1.VGStatusProgressing, Reason: "deletion: " + err.Error()}
+		s.status = &st
+		return ctrl.Result{}, r.feedLVMD(ctx, s.node) // the LVMCluster watch brings us back when dry-run ends
+	}
+	if errors.Is(err, ErrVolumesExist) {
+		st := lvmv1alpha1.VGStatus{Name: s.vg.Name, Status: lvmv1alpha1.VGStatusDegraded, Reason: "deletion blocked: " + err.Error()}
+		s.status = &st
+		r.recorder.Eventf(s.vg, nil, corev1.EventTypeWarning, EventDeletionBlocked, "Delete", "node %s: %v", r.nodeName, err)
+		// The volumes go away through lvmd, not through an event on this object: look again later.
+		return ctrl.Result{RequeueAfter: r.interval}, r.feedLVMD(ctx, s.node)
+	}
+	if err != nil {
+		st := lvmv1alpha1.VGStatus{Name: s.vg.Name, Status: lvmv1alpha1.VGStatusFailed, Reason: err.Error()}
+		s.status = &st
+		return ctrl.Result{}, err
+	}
+	if !done {
+		return ctrl.Result{}, errors.New("volume group still present after teardown")
+	}
+	s.tornDown = true
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) feedLVMDPhase(ctx context.Context, s *scope) (ctrl.Result, error) {
+	return ctrl.Result{}, r.feedLVMD(ctx, s.node)
+}
+
+// feedLVMD gives lvmd the device classes of every volume group of this node.
+func (r *Reconciler) feedLVMD(ctx context.Context, node *corev1.Node) error {
+	var list lvmv1alpha1.LVMVolumeGroupList
+	if err := r.client.List(ctx, &list, client.InNamespace(r.namespace)); err != nil {
+		return fmt.Errorf("list LVMVolumeGroups: %w", err)
+	}
+	var mine []lvmv1alpha1.LVMVolumeGroup
+	for _, vg := range list.Items {
+		selected, err := r.selects(&vg, node)
+		if err != nil {
+			continue // reported by that volume group's own reconcile
+		}
+		if selected || controllerutil.ContainsFinalizer(&vg, Finalizer(r.nodeName)) {
+			mine = append(mine, vg)
+		}
+	}
+	state, err := r.lvm.State(ctx)
+	if err != nil {
+		return fmt.Errorf("device classes for lvmd: %w", err)
+	}
+	cfg, err := LVMDConfig(mine, state)
+	if err != nil {
+		return fmt.Errorf("device classes for lvmd: %w", err)
+	}
+	if err := r.sink.Replace(cfg); err != nil {
+		return fmt.Errorf("device classes for lvmd: %w", err)
+	}
+	return nil
+}

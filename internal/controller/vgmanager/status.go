@@ -1,0 +1,59 @@
+package vgmanager
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	lvmv1alpha1ac "github.com/lvm-operator/lvm-operator/api/v1alpha1/applyconfiguration/api/v1alpha1"
+)
+
+// writeStatus is the one status write at the end of a reconcile: this node's entry for the volume
+// group, or its removal once the VG is torn down.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	switch {
+	case s.tornDown:
+		return r.removeStatus(ctx, s.vg.Name)
+	case s.status != nil:
+		return r.applyStatus(ctx, s.vg.Name, *s.status)
+	}
+	return nil
+}
+
+// applyStatus applies the entry of volume group vg in this node's LVMVolumeGroupNodeStatus. Each
+// volume group has its own field owner, so applying one entry leaves the others alone.
+func (r *Reconciler) applyStatus(ctx context.Context, vg string, st lvmv1alpha1.VGStatus) error {
+	entry := lvmv1alpha1ac.VGStatus().WithName(st.Name).WithStatus(st.Status).WithDevices(st.Devices...)
+	if st.Reason != "" {
+		entry.WithReason(st.Reason)
+	}
+	for _, e := range st.Excluded {
+		entry.WithExcluded(lvmv1alpha1ac.ExcludedDevice().WithName(e.Name).WithReasons(e.Reasons...))
+	}
+	ac := lvmv1alpha1ac.LVMVolumeGroupNodeStatus(r.nodeName, r.namespace).
+		WithSpec(lvmv1alpha1ac.LVMVolumeGroupNodeStatusSpec().WithLiveNodeStatus(entry))
+	if err := r.client.Apply(ctx, ac, client.FieldOwner(FieldOwner(vg)), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply status of VG %s in LVMVolumeGroupNodeStatus %s/%s: %w", vg, r.namespace, r.nodeName, err)
+	}
+	return nil
+}
+
+// removeStatus drops the entry of volume group vg: applying nothing with its field owner removes
+// what that owner had set.
+func (r *Reconciler) removeStatus(ctx context.Context, vg string) error {
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.nodeName}, &lvmv1alpha1.LVMVolumeGroupNodeStatus{})
+	if apierrors.IsNotFound(err) {
+		return nil // applying would create an empty object
+	}
+	if err != nil {
+		return fmt.Errorf("get LVMVolumeGroupNodeStatus %s/%s: %w", r.namespace, r.nodeName, err)
+	}
+	ac := lvmv1alpha1ac.LVMVolumeGroupNodeStatus(r.nodeName, r.namespace)
+	if err := r.client.Apply(ctx, ac, client.FieldOwner(FieldOwner(vg)), client.ForceOwnership); err != nil {
+		return fmt.Errorf("remove status of VG %s from LVMVolumeGroupNodeStatus %s/%s: %w", vg, r.namespace, r.nodeName, err)
+	}
+	return nil
+}
