@@ -29,8 +29,8 @@ type CapacityWatcher interface {
 
 // Default retry bounds of CapacityAnnotator after a failed Node patch.
 const (
-	DefaultRetryMin = time.Second
-	DefaultRetryMax = time.Minute
+	DefaultRetryInitial = time.Second
+	DefaultRetryLimit   = time.Minute
 )
 
 // CapacityAnnotatorOptions configure a CapacityAnnotator.
@@ -44,9 +44,9 @@ type CapacityAnnotatorOptions struct {
 	NodeName string
 	// Capacities is lvmd; required.
 	Capacities CapacityWatcher
-	// RetryMin and RetryMax bound the backoff after a failed patch (defaults DefaultRetryMin and
-	// DefaultRetryMax).
-	RetryMin, RetryMax time.Duration
+	// RetryInitial and RetryLimit bound the backoff after a failed patch (defaults DefaultRetryInitial and
+	// DefaultRetryLimit).
+	RetryInitial, RetryLimit time.Duration
 }
 
 // CapacityAnnotator keeps the Node's capacity annotations equal to lvmd's free bytes: one
@@ -54,14 +54,14 @@ type CapacityAnnotatorOptions struct {
 // class, each the class's free bytes as a decimal string. Annotations of classes that no longer exist
 // are removed; other annotations are left alone. It is a manager Runnable.
 type CapacityAnnotator struct {
-	client     client.Client
-	reader     client.Reader
-	node       string
-	src        CapacityWatcher
-	retryMin   time.Duration
-	retryMax   time.Duration
-	written    map[string]string // our annotations on the Node as last written; nil = unknown
-	retryAfter time.Duration
+	client       client.Client
+	reader       client.Reader
+	node         string
+	src          CapacityWatcher
+	retryInitial time.Duration
+	retryLimit   time.Duration
+	written      map[string]string // our annotations on the Node as last written; nil = unknown
+	retryAfter   time.Duration
 }
 
 // NewCapacityAnnotator returns a CapacityAnnotator.
@@ -72,14 +72,14 @@ func NewCapacityAnnotator(o CapacityAnnotatorOptions) (*CapacityAnnotator, error
 	if o.Reader == nil {
 		o.Reader = o.Client
 	}
-	if o.RetryMin <= 0 {
-		o.RetryMin = DefaultRetryMin
+	if o.RetryInitial <= 0 {
+		o.RetryInitial = DefaultRetryInitial
 	}
-	if o.RetryMax < o.RetryMin {
-		o.RetryMax = max(DefaultRetryMax, o.RetryMin)
+	if o.RetryLimit < o.RetryInitial {
+		o.RetryLimit = max(DefaultRetryLimit, o.RetryInitial)
 	}
 	return &CapacityAnnotator{client: o.Client, reader: o.Reader, node: o.NodeName, src: o.Capacities,
-		retryMin: o.RetryMin, retryMax: o.RetryMax}, nil
+		retryInitial: o.RetryInitial, retryLimit: o.RetryLimit}, nil
 }
 
 // NeedLeaderElection is false: every node agent annotates its own Node.
@@ -109,7 +109,7 @@ func (a *CapacityAnnotator) Start(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			a.retryAfter = min(max(2*a.retryAfter, a.retryMin), a.retryMax)
+			a.retryAfter = min(max(2*a.retryAfter, a.retryInitial), a.retryLimit)
 			log.Error(err, "Updating capacity annotations failed", "retryAfter", a.retryAfter)
 			retry = time.After(a.retryAfter)
 			continue

@@ -74,7 +74,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func startAnnotator(t *testing.T, c client.Client, src CapacityWatcher) {
 	t.Helper()
 	a, err := NewCapacityAnnotator(CapacityAnnotatorOptions{Client: c, NodeName: "node-a", Capacities: src,
-		RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond})
+		RetryInitial: time.Millisecond, RetryLimit: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
