@@ -13,6 +13,10 @@ import (
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 )
 
+// +kubebuilder:rbac:groups=topolvm.io,resources=logicalvolumes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=topolvm.io,resources=logicalvolumes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+
 // SetupWithManager registers the controller with a watch on this node's LogicalVolumes. Updates of
 // the status alone (this agent's own writes) do not trigger a reconcile; spec changes (a larger
 // size), deletion and finalizer changes do.
