@@ -4,10 +4,13 @@ package main
 
 import (
 	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
+	// The context ends on SIGTERM or SIGINT (a second signal exits at once).
+	if err := newRootCommand().ExecuteContext(ctrl.SetupSignalHandler()); err != nil {
 		os.Exit(1)
 	}
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,6 +25,9 @@ import (
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	csicontroller "github.com/lvm-operator/lvm-operator/internal/csi/controller"
+	"github.com/lvm-operator/lvm-operator/internal/csi/identity"
 	lvmswebhook "github.com/lvm-operator/lvm-operator/internal/webhook"
 )
 
@@ -41,6 +46,7 @@ type operatorFlags struct {
 	webhookCertMode    string
 	webhookService     string
 	webhookConfigName  string
+	csiSocket          string
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -67,6 +73,7 @@ func newOperatorCommand() *cobra.Command {
 	fl.StringVar(&f.webhookCertMode, "webhook-cert-mode", "self", "self: the operator issues and rotates its own certificate and injects the CA; external: the files in --webhook-cert-dir come from elsewhere (cert-manager)")
 	fl.StringVar(&f.webhookService, "webhook-service", "lvms-webhook-service", "name of the webhook Service (certificate DNS name)")
 	fl.StringVar(&f.webhookConfigName, "webhook-configuration", "lvms-validating-webhook-configuration", "ValidatingWebhookConfiguration to inject the CA into")
+	fl.StringVar(&f.csiSocket, "csi-socket", "/run/topolvm/csi-topolvm.sock", "CSI Identity+Controller socket for the sidecars; empty disables the CSI controller")
 	return cmd
 }
 
@@ -125,6 +132,11 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)
 	}
+	if f.csiSocket != "" {
+		if err := setupCSIController(cmd.Context(), mgr, f.csiSocket); err != nil {
+			return err
+		}
+	}
 	go func() {
 		// The webhook serves only once its certificate exists.
 		<-certsReady
@@ -168,4 +180,23 @@ func setupWebhookCerts(mgr ctrl.Manager, f operatorFlags) (<-chan struct{}, erro
 	default:
 		return nil, fmt.Errorf("--webhook-cert-mode %q: use self or external", f.webhookCertMode)
 	}
+}
+
+// setupCSIController serves the CSI Identity and Controller services for the external-provisioner,
+// resizer and snapshotter sidecars.
+func setupCSIController(ctx context.Context, mgr ctrl.Manager, endpoint string) error {
+	ctl, err := csicontroller.New(ctx, csicontroller.Options{Client: mgr.GetClient(), Cache: mgr.GetCache()})
+	if err != nil {
+		return fmt.Errorf("CSI controller service: %w", err)
+	}
+	srv, err := lvmcsi.NewServer(endpoint, ctrl.Log.WithName("csi"))
+	if err != nil {
+		return fmt.Errorf("CSI server: %w", err)
+	}
+	csi.RegisterIdentityServer(srv.GRPC, identity.New(nil))
+	csi.RegisterControllerServer(srv.GRPC, ctl)
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("add CSI server: %w", err)
+	}
+	return nil
 }

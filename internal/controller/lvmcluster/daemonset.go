@@ -134,6 +134,8 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 // addSidecars adds node-driver-registrar and livenessprobe when their images are configured.
 func addSidecars(pod *corev1ac.PodSpecApplyConfiguration, opts Options) {
 	if opts.RegistrarImage != "" {
+		// The sidecar registers with kubelet; the agent must not serve registration too.
+		pod.Containers[0].WithArgs("--registration-socket=")
 		pod.WithContainers(corev1ac.Container().WithName("csi-registrar").WithImage(opts.RegistrarImage).
 			WithArgs("--csi-address="+csiSocketInPod,
 				"--kubelet-registration-path="+pluginDir+"/node/csi-topolvm.sock").

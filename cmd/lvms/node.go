@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/agent"
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+)
+
+// nodeFlags are the settings of `lvms node`.
+type nodeFlags struct {
+	nodeName, namespace    string
+	csiSocket, kubeletCSI  string
+	registrationSocket     string
+	lvmdSocket             string
+	nsenter                bool
+	metricsAddr, probeAddr string
+}
+
+func newNodeCommand() *cobra.Command {
+	f := nodeFlags{}
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Run the node agent: volume groups, lvmd, LogicalVolumes and the CSI node service",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runNode(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.nodeName, "node-name", envOr("NODE_NAME", ""), "name of this node (required)")
+	fl.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "lvms-system"), "operator namespace")
+	fl.StringVar(&f.csiSocket, "csi-socket", "/run/topolvm/csi-topolvm.sock", "CSI Identity+Node socket")
+	fl.StringVar(&f.kubeletCSI, "kubelet-csi-socket", "/var/lib/kubelet/plugins/topolvm.io/node/csi-topolvm.sock",
+		"the CSI socket's path as kubelet sees it")
+	fl.StringVar(&f.registrationSocket, "registration-socket", "/var/lib/kubelet/plugins_registry/topolvm.io-reg.sock",
+		"kubelet plugin registration socket; empty when a node-driver-registrar sidecar registers instead")
+	fl.StringVar(&f.lvmdSocket, "lvmd-socket", "", "also serve lvmd's gRPC API on this socket")
+	fl.BoolVar(&f.nsenter, "nsenter", true, "run host commands through nsenter into PID 1's namespaces (needs hostPID)")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "metrics address (0 disables)")
+	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":9808", "health probe address (/healthz)")
+	return cmd
+}
+
+func runNode(cmd *cobra.Command, f nodeFlags) error {
+	if f.nodeName == "" {
+		return errors.New("--node-name (or NODE_NAME) is required")
+	}
+	ctrl.SetLogger(zap.New())
+	scheme, err := operatorScheme()
+	if err != nil {
+		return err
+	}
+	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{f.namespace: {}}}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress: f.probeAddr,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&lvmv1alpha1.LVMVolumeGroup{}:           inNamespace,
+			&lvmv1alpha1.LVMVolumeGroupNodeStatus{}: inNamespace,
+			&lvmv1alpha1.LVMCluster{}:               inNamespace,
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	var hostOpts []exec.HostOption
+	mountInfo := ""
+	if f.nsenter {
+		hostOpts = append(hostOpts, exec.WithPrefix(exec.NSEnterPrefix()...))
+		mountInfo = "proc/1/mountinfo"
+	}
+	if _, err := agent.Setup(mgr, agent.Options{
+		NodeName: f.nodeName, Namespace: f.namespace, Executor: exec.NewHost(hostOpts...), MountInfo: mountInfo,
+		CSIEndpoint: f.csiSocket, RegistrationSocket: f.registrationSocket, KubeletCSIEndpoint: f.kubeletCSI,
+		LVMDSocket: f.lvmdSocket,
+	}); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add ready check: %w", err)
+	}
+	return mgr.Start(cmd.Context())
+}

@@ -1,0 +1,194 @@
+// Package agent assembles the node agent (`lvms node`) from its parts on one controller-runtime
+// manager: lvmd in process (device classes fed live by the volume-group manager), the
+// volume-group manager, the LogicalVolume reconciler, the CSI Identity and Node services on a unix
+// socket, kubelet plugin registration, capacity annotations, metrics and the health check.
+//
+// The same assembly serves production (commands through nsenter into the host) and tests that run
+// it inside a User-mode Linux guest (no prefix), so both exercise one code path.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"k8s.io/mount-utils"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/lvm-operator/lvm-operator/internal/controller/logicalvolume"
+	"github.com/lvm-operator/lvm-operator/internal/controller/vgmanager"
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/csi/identity"
+	csinode "github.com/lvm-operator/lvm-operator/internal/csi/node"
+	"github.com/lvm-operator/lvm-operator/internal/devices"
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
+)
+
+// Options configure the node agent.
+type Options struct {
+	// NodeName is this node; Namespace the operator namespace.
+	NodeName, Namespace string
+	// Executor runs host commands (with the nsenter prefix in production).
+	Executor exec.Executor
+	// HostFS is the host's root filesystem as seen by the agent (sysfs, /proc/<pid>/mountinfo);
+	// nil means os.DirFS("/").
+	HostFS fs.FS
+	// MountInfo is the mountinfo path inside HostFS; "proc/1/mountinfo" with host PID.
+	MountInfo string
+	// Mounter mounts volumes; nil means mount.New("").
+	Mounter mount.Interface
+	// CSIEndpoint is where the CSI Identity and Node services listen (unix://path or a path).
+	CSIEndpoint string
+	// RegistrationSocket serves kubelet plugin registration; empty disables it (a
+	// node-driver-registrar sidecar, or a test).
+	RegistrationSocket string
+	// KubeletCSIEndpoint is the CSI socket path as kubelet sees it (for registration).
+	KubeletCSIEndpoint string
+	// LVMDSocket additionally serves lvmd's gRPC API; empty disables it.
+	LVMDSocket string
+	// StaticConfig replaces the volume-group manager with fixed device classes (volume groups
+	// made by someone else, as with a standalone lvmd); nil runs the volume-group manager.
+	StaticConfig *lvmd.Config
+	// RefreshInterval of lvmd's full state read; 0 means lvmd's default.
+	RefreshInterval time.Duration
+}
+
+// Agent is an assembled node agent.
+type Agent struct {
+	// LVMD is the in-process LVM service.
+	LVMD *lvmd.Service
+	// Classes holds the live device classes.
+	Classes *lvmd.DeviceClassManager
+}
+
+// Setup adds every part of the node agent to mgr.
+func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
+	if o.NodeName == "" || o.Executor == nil || o.CSIEndpoint == "" {
+		return nil, errors.New("node agent: NodeName, Executor and CSIEndpoint are required")
+	}
+	cfg := o.StaticConfig
+	if cfg == nil {
+		cfg = &lvmd.Config{}
+	}
+	classes, err := lvmd.NewDeviceClassManager(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("device classes: %w", err)
+	}
+	svc, err := lvmd.NewService(lvmd.Options{Executor: o.Executor, Classes: classes, RefreshInterval: o.RefreshInterval})
+	if err != nil {
+		return nil, fmt.Errorf("lvmd: %w", err)
+	}
+	a := &Agent{LVMD: svc, Classes: classes}
+	if err := mgr.Add(manager.RunnableFunc(svc.Run)); err != nil {
+		return nil, fmt.Errorf("add lvmd: %w", err)
+	}
+	if o.LVMDSocket != "" {
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			return lvmd.Serve(ctx, svc, o.LVMDSocket, 10*time.Second)
+		})); err != nil {
+			return nil, fmt.Errorf("add lvmd gRPC: %w", err)
+		}
+	}
+	if o.StaticConfig == nil {
+		if err := setupVGManager(mgr, o, classes); err != nil {
+			return nil, err
+		}
+	}
+	lvr, err := logicalvolume.New(logicalvolume.Options{Client: mgr.GetClient(), NodeName: o.NodeName, LVM: svc})
+	if err != nil {
+		return nil, fmt.Errorf("LogicalVolume reconciler: %w", err)
+	}
+	if err := lvr.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up LogicalVolume reconciler: %w", err)
+	}
+	if err := setupCSI(mgr, o, svc); err != nil {
+		return nil, err
+	}
+	return a, setupReporting(mgr, o, svc)
+}
+
+func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManager) error {
+	hostFS := o.HostFS
+	if hostFS == nil {
+		hostFS = os.DirFS("/")
+	}
+	var devOpts []devices.Option
+	if o.MountInfo != "" {
+		devOpts = append(devOpts, devices.WithMountInfo(o.MountInfo))
+	}
+	vgm := vgmanager.New(vgmanager.Options{
+		Client:    mgr.GetClient(),
+		Recorder:  mgr.GetEventRecorder("lvms-node"),
+		Disks:     devices.NewHost(o.Executor, hostFS, devOpts...),
+		LVM:       lvm.New(o.Executor),
+		Sink:      classes,
+		NodeName:  o.NodeName,
+		Namespace: o.Namespace,
+	})
+	if err := vgm.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up volume-group manager: %w", err)
+	}
+	return nil
+}
+
+func setupCSI(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
+	mounter := o.Mounter
+	if mounter == nil {
+		mounter = mount.New("")
+	}
+	nodeSrv, err := csinode.New(csinode.Options{
+		NodeName: o.NodeName, Volumes: nodeagent.NewVolumes(svc), Mounter: mounter, Exec: o.Executor,
+	})
+	if err != nil {
+		return fmt.Errorf("CSI node service: %w", err)
+	}
+	ident := identity.New(nil)
+	srv, err := lvmcsi.NewServer(o.CSIEndpoint, ctrl.Log.WithName("csi"))
+	if err != nil {
+		return fmt.Errorf("CSI server: %w", err)
+	}
+	csi.RegisterIdentityServer(srv.GRPC, ident)
+	csi.RegisterNodeServer(srv.GRPC, nodeSrv)
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("add CSI server: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("csi", nodeagent.ProbeCheck(ident, 0)); err != nil {
+		return fmt.Errorf("add CSI health check: %w", err)
+	}
+	if o.RegistrationSocket == "" {
+		return nil
+	}
+	reg := nodeagent.NewRegistration(nodeagent.RegistrationOptions{SocketPath: o.RegistrationSocket, Endpoint: o.KubeletCSIEndpoint})
+	if err := mgr.Add(reg); err != nil {
+		return fmt.Errorf("add plugin registration: %w", err)
+	}
+	return nil
+}
+
+func setupReporting(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
+	ann, err := nodeagent.NewCapacityAnnotator(nodeagent.CapacityAnnotatorOptions{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), NodeName: o.NodeName, Capacities: svc,
+	})
+	if err != nil {
+		return fmt.Errorf("capacity annotations: %w", err)
+	}
+	m := nodeagent.NewMetrics(o.NodeName, svc)
+	if err := m.Register(metrics.Registry); err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	for _, r := range []manager.Runnable{ann, m} {
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("add %T: %w", r, err)
+		}
+	}
+	return nil
+}
