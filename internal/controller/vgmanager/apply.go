@@ -165,18 +165,21 @@ func poolActionFor(s *lvm.State, vg lvm.VG, tp *lvmv1alpha1.ThinPoolConfig, addi
 	if vg.ExtentSize == 0 {
 		return a, nil
 	}
-	free := vg.FreeCount
+	free, meta := vg.FreeCount, pool.MetadataSize
 	if want := metadataSize(tp); want > 0 {
 		want = (want + vg.ExtentSize - 1) / vg.ExtentSize * vg.ExtentSize
 		if want > pool.MetadataSize && free > 0 {
-			a.metadataTo = want
+			a.metadataTo, meta = want, want
 			free -= min(free, (want-pool.MetadataSize)/vg.ExtentSize)
 		}
 	}
+	// Like lvm2's -l <pct>%FREE at creation, the pool's share counts its whole footprint: data,
+	// metadata and the metadata spare (as large as the metadata).
 	cur := pool.Size / vg.ExtentSize
+	footprint := cur + 2*((meta+vg.ExtentSize-1)/vg.ExtentSize)
 	target := uint64(a.pct) * vg.ExtentCount / 100
-	if target > cur && free > 0 {
-		a.extentsTo = min(target, cur+free)
+	if target > footprint && free > 0 {
+		a.extentsTo = cur + min(target-footprint, free)
 	}
 	return a, nil
 }

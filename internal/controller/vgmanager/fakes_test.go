@@ -248,16 +248,19 @@ func (f *fakeLVM) CreateThinPool(_ context.Context, vg lvm.VG, o lvm.ThinPoolOpt
 	if err != nil {
 		return fmt.Errorf("%w: extents %q", lvm.ErrInvalidArgument, o.Extents)
 	}
-	n := pct * f.free(vg.Name) / 100
+	// As lvm2 does, the percentage covers data, metadata and the metadata spare.
+	meta := uint64(4 << 20)
+	if o.MetadataSize > 0 {
+		meta = o.MetadataSize
+	}
+	metaExt := (meta + extent - 1) / extent
+	n := pct*f.free(vg.Name)/100 - 2*metaExt
 	if err := f.addLV(vg.Name, o.Name, "thin-pool", n); err != nil {
 		return err
 	}
 	pool := f.lvs[len(f.lvs)-1]
-	pool.chunk = o.ChunkSize
-	if o.MetadataSize > 0 {
-		pool.metadata = o.MetadataSize
-	}
-	_, err = f.alloc(vg.Name, min(2*pool.metadata/extent, f.free(vg.Name))) // metadata and spare
+	pool.chunk, pool.metadata = o.ChunkSize, meta
+	_, err = f.alloc(vg.Name, 2*metaExt)
 	return err
 }
 

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/vgmanager"
@@ -105,7 +107,7 @@ func (g *guest) blkid(dev string) string {
 func (g *guest) reconcile(in vgmanager.Input) vgmanager.Outcome {
 	g.t.Helper()
 	start := time.Now()
-	out, err := g.mgr.Reconcile(g.t.Context(), in, vgmanager.Hooks{})
+	out, err := g.mgr.Reconcile(ctrl.LoggerInto(g.t.Context(), testr.New(g.t)), in, vgmanager.Hooks{})
 	g.t.Logf("TIMING reconcile %s (dryRun=%t wiped=%t): %v -> %s %q devices=%v", in.Name, in.DryRun, in.AlreadyWiped,
 		time.Since(start).Round(time.Millisecond), out.Status.Status, out.Status.Reason, out.Status.Devices)
 	for _, e := range out.Status.Excluded {
@@ -138,11 +140,13 @@ func (g *guest) assertPoolShare(vgName, pool string, pct uint64) {
 	if !ok || lv.SegType() != "thin-pool" {
 		g.t.Fatalf("thin pool %s/%s missing: %+v", vgName, pool, lv)
 	}
-	got, want := lv.Size/vg.ExtentSize, pct*vg.ExtentCount/100
-	g.t.Logf("VG %s: %d extents of %d bytes; pool %s: %d extents (%d bytes), %d%% = %d extents",
-		vgName, vg.ExtentCount, vg.ExtentSize, pool, got, lv.Size, pct, want)
+	// lvm2's -l <pct>%FREE covers data, metadata and the metadata spare; so does the re-extend.
+	data, meta := lv.Size/vg.ExtentSize, (lv.MetadataSize+vg.ExtentSize-1)/vg.ExtentSize
+	got, want := data+2*meta, pct*vg.ExtentCount/100
+	g.t.Logf("VG %s: %d extents of %d bytes; pool %s: %d data + %d metadata (+ %d spare) = %d extents, %d%% of the VG = %d",
+		vgName, vg.ExtentCount, vg.ExtentSize, pool, data, meta, meta, got, pct, want)
 	if got+1 < want || got > want+1 {
-		g.t.Fatalf("thin pool has %d extents, want %d%% of %d = %d (±1)", got, pct, vg.ExtentCount, want)
+		g.t.Fatalf("thin pool takes %d extents, want %d%% of %d = %d (±1)", got, pct, vg.ExtentCount, want)
 	}
 }
 
@@ -203,8 +207,12 @@ func TestGuestThinClassLifecycle(t *testing.T) {
 	}
 
 	// Idempotent: nothing changes on a second pass.
+	before := g.sh("lvm", lvm.ReportArgs()...)
 	if out := g.reconcile(in); out.Status.Status != lvmv1alpha1.VGStatusReady {
 		t.Fatalf("second reconcile: %+v", out.Status)
+	}
+	if after := g.sh("lvm", lvm.ReportArgs()...); after != before {
+		t.Fatalf("second reconcile changed the LVM state:\nbefore %s\nafter  %s", before, after)
 	}
 
 	// A blank disk appears: Dynamic adds it and the pool follows to 90% of the grown VG.
@@ -223,23 +231,28 @@ func TestGuestThinClassLifecycle(t *testing.T) {
 	}
 	g.state(vg) // still there
 	g.sh("lvm", "lvremove", "-y", vg+"/user")
+	g.teardown(vg, spec, a, b, later)
+}
 
+// teardown removes the VG and checks that nothing of it is left: no VG, no PV label on its disks.
+func (g *guest) teardown(vg string, spec lvmv1alpha1.LVMVolumeGroupSpec, disks ...string) {
+	g.t.Helper()
 	start := time.Now()
-	done, err := g.mgr.Teardown(t.Context(), vg, spec, false)
-	t.Logf("TIMING teardown: %v", time.Since(start).Round(time.Millisecond))
+	done, err := g.mgr.Teardown(ctrl.LoggerInto(g.t.Context(), testr.New(g.t)), vg, spec, false)
+	g.t.Logf("TIMING teardown: %v", time.Since(start).Round(time.Millisecond))
 	if err != nil || !done {
-		t.Fatalf("teardown: %t, %v", done, err)
+		g.t.Fatalf("teardown: %t, %v", done, err)
 	}
-	s, err = g.lvm.State(t.Context())
+	s, err := g.lvm.State(g.t.Context())
 	if err != nil {
-		t.Fatal(err)
+		g.t.Fatal(err)
 	}
 	if _, ok := s.VG(vg); ok {
-		t.Fatalf("VG %s still exists", vg)
+		g.t.Fatalf("VG %s still exists", vg)
 	}
-	for _, dev := range []string{a, b, later} {
+	for _, dev := range disks {
 		if sig := g.blkid(dev); sig != "" {
-			t.Errorf("%s still has signature %q after teardown, want none (no LVM2_member)", dev, sig)
+			g.t.Errorf("%s still has signature %q after teardown, want none (no LVM2_member)", dev, sig)
 		}
 	}
 }
@@ -287,9 +300,7 @@ func TestGuestForceWipeOnce(t *testing.T) {
 	if out.Status.Status != lvmv1alpha1.VGStatusDegraded || !strings.Contains(out.Status.Reason, later) {
 		t.Fatalf("status %+v, want Degraded naming %s (a required path is unusable)", out.Status, later)
 	}
-	if done, err := g.mgr.Teardown(t.Context(), vg, spec, false); !done || err != nil {
-		t.Fatalf("teardown: %t, %v", done, err)
-	}
+	g.teardown(vg, spec, blank, withFS)
 }
 
 // TestGuestDryRunChangesNothing: with dry-run the plan is reported and the disks stay as they were.

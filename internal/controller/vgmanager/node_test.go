@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/testr"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/vgmanager"
@@ -39,14 +41,15 @@ func (n *node) reconcile(t *testing.T, in vgmanager.Input) vgmanager.Outcome {
 	if in.NodeName == "" {
 		in.NodeName = "node-a"
 	}
-	out, err := n.manager().Reconcile(t.Context(), in, vgmanager.Hooks{})
+	out, err := n.manager().Reconcile(ctrl.LoggerInto(t.Context(), testr.New(t)), in, vgmanager.Hooks{})
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
 	return out
 }
 
-// poolShare returns the pool's extents and the VG's extents.
+// poolShare returns the pool's footprint (data, metadata and its spare) and the VG's size, in
+// extents.
 func (n *node) poolShare(t *testing.T, vg, pool string) (uint64, uint64) {
 	t.Helper()
 	s, _ := n.lvm.State(t.Context())
@@ -55,7 +58,7 @@ func (n *node) poolShare(t *testing.T, vg, pool string) (uint64, uint64) {
 	if !ok || !ok2 {
 		t.Fatalf("VG %s or pool %s missing", vg, pool)
 	}
-	return lv.Size / v.ExtentSize, v.ExtentCount
+	return lv.Size/v.ExtentSize + 2*(lv.MetadataSize/v.ExtentSize), v.ExtentCount
 }
 
 func excluded(st lvmv1alpha1.VGStatus, dev string) string {
@@ -112,7 +115,7 @@ func TestDiscoveryPolicy(t *testing.T) {
 			policy:      lvmv1alpha1.DeviceDiscoveryPolicyDynamic,
 			wantDevices: []string{"/dev/sdb", "/dev/sdc"},
 			// 2 GiB disks of 4 MiB extents: 512 → 1024 extents; the pool follows to 90% of the VG.
-			wantChanges: []string{"vgextend vg1 /dev/sdc", "lvextend vg1/tp -l 921 --poolmetadatasize 0"},
+			wantChanges: []string{"vgextend vg1 /dev/sdc", "lvextend vg1/tp -l 919 --poolmetadatasize 0"},
 			wantGrow:    true,
 		},
 		{

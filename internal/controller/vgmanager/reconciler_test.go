@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,7 +116,7 @@ func newEnv(t *testing.T, n *node, objs ...client.Object) *env {
 
 func (e *env) reconcile(name string) ctrl.Result {
 	e.t.Helper()
-	res, err := e.r.Reconcile(e.t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	res, err := e.r.Reconcile(ctrl.LoggerInto(e.t.Context(), testr.New(e.t)), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 	if err != nil {
 		e.t.Fatalf("reconcile %s: %v", name, err)
 	}
