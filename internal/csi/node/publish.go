@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	mount "k8s.io/mount-utils"
@@ -116,9 +117,10 @@ func (s *Server) publishBlock(ctx context.Context, dev, target string, readonly 
 }
 
 // checkSingleWriter fails with errSingleWriter when dev is mounted somewhere other than target. The
-// kubelet enforces ReadWriteOncePod before it calls us; this catches what it cannot see. Mounts are
-// matched by device path after resolving symlinks, which finds filesystem mounts (block bind mounts are
-// listed under their devtmpfs source).
+// kubelet enforces ReadWriteOncePod before it calls us; this catches what it cannot see. Filesystem
+// mounts are matched by device path after resolving symlinks. A block volume's bind mount is listed
+// with the source and type of the filesystem holding the device node (devtmpfs), not the device, so
+// such mounts are matched by the device number the mounted path stats as.
 func (s *Server) checkSingleWriter(dev, target string) error {
 	mps, err := s.mounter.List()
 	if err != nil {
@@ -126,11 +128,38 @@ func (s *Server) checkSingleWriter(dev, target string) error {
 	}
 	want, absTarget := resolve(dev), resolve(target)
 	for _, mp := range mps {
-		if resolve(mp.Device) == want && resolve(mp.Path) != absTarget {
+		if resolve(mp.Path) == absTarget {
+			continue
+		}
+		if resolve(mp.Device) == want || bindsDevice(mp, want) {
 			return fmt.Errorf("%w: %s is already mounted at %s", errSingleWriter, dev, mp.Path)
 		}
 	}
 	return nil
+}
+
+// bindsDevice reports whether mp is a bind mount of the block device node dev: a mount from a device
+// filesystem whose path stats as the same block device. Other mounts are never stat'ed (a stat of a
+// dead network mount could hang).
+func bindsDevice(mp mount.MountPoint, dev string) bool {
+	if mp.Type != "devtmpfs" && mp.Type != "tmpfs" {
+		return false
+	}
+	mounted, ok := blockDevice(mp.Path)
+	if !ok {
+		return false
+	}
+	want, ok := blockDevice(dev)
+	return ok && mounted == want
+}
+
+// blockDevice returns the device number of the block device node at p.
+func blockDevice(p string) (uint64, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		return 0, false
+	}
+	return st.Rdev, true
 }
 
 // resolve follows symlinks of p, or returns p when that fails.

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -220,5 +222,42 @@ func TestNodePublishSingleWriterRefusesASecondTarget(t *testing.T) {
 		if _, err := f.srv.NodePublishVolume(t.Context(), publishReq(second, capab, false)); err != nil {
 			t.Errorf("SINGLE_NODE_WRITER allows two targets on one node: %v", err)
 		}
+	}
+}
+
+// TestSingleWriterFindsBlockBindMounts: a real bind mount of a device node is listed with the device
+// filesystem as its source (not the LV's path); the check must still see the device behind it. A symlink
+// to a host block device stands in for the mounted file (stat follows it to the device node).
+func TestSingleWriterFindsBlockBindMounts(t *testing.T) {
+	const blockDev = "/dev/loop0"
+	if _, ok := blockDevice(blockDev); !ok {
+		t.Skipf("%s is not a block device here", blockDev)
+	}
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other-pod", "target")
+	if err := os.MkdirAll(filepath.Dir(other), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(blockDev, other); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		mp      mount.MountPoint
+		refused bool
+	}{
+		{"bind mount of the device", mount.MountPoint{Device: "udev", Path: other, Type: "devtmpfs"}, true},
+		{"tmpfs /dev (containers)", mount.MountPoint{Device: "tmpfs", Path: other, Type: "tmpfs"}, true},
+		{"other filesystems are not stat'ed", mount.MountPoint{Device: "server:/x", Path: other, Type: "nfs"}, false},
+		{"the target itself", mount.MountPoint{Device: "udev", Path: filepath.Join(dir, "me"), Type: "devtmpfs"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := &Server{mounter: mount.NewFakeMounter([]mount.MountPoint{tt.mp})}
+			err := srv.checkSingleWriter(blockDev, filepath.Join(dir, "me"))
+			if got := err != nil; got != tt.refused {
+				t.Errorf("checkSingleWriter with %+v: %v, want refused %v", tt.mp, err, tt.refused)
+			}
+		})
 	}
 }
