@@ -42,6 +42,7 @@ type operatorFlags struct {
 	probeAddr          string
 	leaderElect        bool
 	webhookPort        int
+	webhookHost        string
 	webhookCertDir     string
 	webhookCertMode    string
 	webhookService     string
@@ -69,6 +70,7 @@ func newOperatorCommand() *cobra.Command {
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas")
 	fl.IntVar(&f.webhookPort, "webhook-port", 9443, "admission webhook port")
+	fl.StringVar(&f.webhookHost, "webhook-host", "", "admission webhook bind address (empty: all interfaces)")
 	fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "webhook serving certificate directory")
 	fl.StringVar(&f.webhookCertMode, "webhook-cert-mode", "self", "self: the operator issues and rotates its own certificate and injects the CA; external: the files in --webhook-cert-dir come from elsewhere (cert-manager)")
 	fl.StringVar(&f.webhookService, "webhook-service", "lvms-webhook-service", "name of the webhook Service (certificate DNS name)")
@@ -110,7 +112,7 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 		HealthProbeBindAddress: f.probeAddr,
 		LeaderElection:         f.leaderElect,
 		LeaderElectionID:       "lvms-operator.lvm.topolvm.io",
-		WebhookServer:          webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir}),
+		WebhookServer:          webhook.NewServer(webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir}),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&appsv1.DaemonSet{}:                     inNamespace,
 			&lvmv1alpha1.LVMVolumeGroup{}:           inNamespace,

@@ -1,0 +1,109 @@
+package devcluster
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// webhookPath is the operator's LVMCluster validation endpoint.
+const webhookPath = "/validate-lvm-topolvm-io-v1alpha1-lvmcluster"
+
+// devManifest is the namespace and the webhook configuration pointing at the operator by URL.
+const devManifest = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: lvms-validating-webhook-configuration
+webhooks:
+- name: vlvmcluster.lvm.topolvm.io
+  admissionReviewVersions: [v1]
+  clientConfig:
+    url: https://127.0.0.1:%[2]d%[3]s
+    caBundle: %[4]s
+  failurePolicy: Fail
+  sideEffects: None
+  rules:
+  - apiGroups: [lvm.topolvm.io]
+    apiVersions: [v1alpha1]
+    operations: [CREATE, UPDATE]
+    resources: [lvmclusters]
+`
+
+// kubectl runs kubectl with the admin kubeconfig, its output appended to logs/kubectl.log.
+func (c *cluster) kubectl(ctx context.Context, args ...string) error {
+	logPath := c.l.Log("kubectl")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open kubectl log: %w", err)
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "=== kubectl %s\n", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, c.kube("kubectl"), append([]string{"--kubeconfig=" + c.l.Kubeconfig()}, args...)...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		return failure("kubectl "+args[0], logPath, err)
+	}
+	return nil
+}
+
+// manifestFiles lists the YAML manifests in dir (not kustomization.yaml).
+func manifestFiles(dir string) ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var files []string
+	for _, m := range matches {
+		if filepath.Base(m) != "kustomization.yaml" {
+			files = append(files, m)
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no manifests in %s", dir)
+	}
+	return files, nil
+}
+
+// applyCRDs applies the operator's and the VolumeSnapshot CRDs and waits until they are served.
+func (c *cluster) applyCRDs(ctx context.Context) error {
+	return c.step("CRDs", func() error {
+		args := []string{"apply", "--server-side", "--force-conflicts"}
+		for _, dir := range []string{filepath.Join(c.cfg.RepoDir, "config", "crd", "bases"), filepath.Join(c.cfg.CSITools, "snapshot-crds")} {
+			files, err := manifestFiles(dir)
+			if err != nil {
+				return err
+			}
+			for _, f := range files {
+				args = append(args, "-f", f)
+			}
+		}
+		if err := c.kubectl(ctx, args...); err != nil {
+			return err
+		}
+		return c.kubectl(ctx, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+	})
+}
+
+// applyDevManifest creates the namespace and the webhook configuration.
+func (c *cluster) applyDevManifest(ctx context.Context, caPEM []byte) error {
+	return c.step("namespace, webhook config", func() error {
+		if err := os.MkdirAll(c.l.Manifests(), 0o755); err != nil {
+			return fmt.Errorf("create manifests dir: %w", err)
+		}
+		path := filepath.Join(c.l.Manifests(), "dev.yaml")
+		body := fmt.Sprintf(devManifest, Namespace, c.state.Ports[portWebhook], webhookPath, base64.StdEncoding.EncodeToString(caPEM))
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return c.kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", path)
+	})
+}

@@ -1,0 +1,73 @@
+package devcluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Config is what `up` decided and the supervisor runs: written to Layout.Config.
+type Config struct {
+	// RepoDir is the repository root (config/, hack/uml/).
+	RepoDir string `json:"repoDir"`
+	// KubeAssets holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl.
+	KubeAssets string `json:"kubeAssets"`
+	// CSITools holds csi-provisioner, csi-resizer, csi-snapshotter, snapshot-controller and
+	// snapshot-crds/.
+	CSITools string `json:"csiTools"`
+	// LVMS is the static lvms binary (host and guests).
+	LVMS string `json:"lvms"`
+	// GuestBridge is the static guestbridge binary.
+	GuestBridge string `json:"guestBridge"`
+	// Nodes is the number of guest nodes.
+	Nodes int `json:"nodes"`
+	// Disks per node and their size in bytes.
+	Disks    int   `json:"disks"`
+	DiskSize int64 `json:"diskSize"`
+	// MemoryMiB per guest.
+	MemoryMiB int `json:"memoryMiB"`
+}
+
+// State is what the supervisor records about the running cluster in Layout.State.
+type State struct {
+	// Supervisor is the supervisor's pid.
+	Supervisor int `json:"supervisor"`
+	// Ports are the host listeners by name (all on 127.0.0.1).
+	Ports map[string]int `json:"ports"`
+	// Components are the host processes in start order (their pid files are Layout.PIDFile).
+	Components []string `json:"components"`
+	// Nodes are the node names.
+	Nodes []string `json:"nodes"`
+}
+
+// Namespace is the operator namespace of the dev cluster.
+const Namespace = "lvms-system"
+
+// GuestAPIPort is the guest-local port at which a guest reaches the apiserver.
+const GuestAPIPort = 6443
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+package devcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Port names in State.Ports.
+const (
+	portEtcd           = "etcd"
+	portEtcdPeer       = "etcd-peer"
+	portAPIServer      = "kube-apiserver"
+	portKCM            = "kube-controller-manager"
+	portScheduler      = "kube-scheduler"
+	portSnapshotCtl    = "snapshot-controller"
+	portWebhook        = "operator-webhook"
+	portOperatorHealth = "operator-health"
+	portProvisioner    = "csi-provisioner"
+	portResizer        = "csi-resizer"
+	portSnapshotter    = "csi-snapshotter"
+)
+
+// allPorts are the listeners the supervisor allocates, in start order.
+var allPorts = []string{portEtcd, portEtcdPeer, portAPIServer, portKCM, portScheduler, portSnapshotCtl,
+	portWebhook, portOperatorHealth, portProvisioner, portResizer, portSnapshotter}
+
+// componentTimeout bounds how long one component may take to become ready.
+const componentTimeout = 90 * time.Second
+
+// cluster is the supervisor's view of what it runs.
+type cluster struct {
+	l     Layout
+	cfg   Config
+	state State
+	out   io.Writer
+	procs []*proc
+	http  *http.Client
+}
+
+func newCluster(l Layout, cfg Config, out io.Writer) (*cluster, error) {
+	st := State{Supervisor: os.Getpid(), Ports: map[string]int{}}
+	for _, name := range allPorts {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		st.Ports[name] = p
+	}
+	// Health probes only ever go to 127.0.0.1; the components' serving certificates are
+	// self-signed by each of them, so they are not verified.
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // loopback health probes
+	return &cluster{l: l, cfg: cfg, state: st, out: out, http: &http.Client{Transport: tr, Timeout: 2 * time.Second}}, nil
+}
+
+func (c *cluster) port(name string) string { return strconv.Itoa(c.state.Ports[name]) }
+
+func (c *cluster) kube(bin string) string { return filepath.Join(c.cfg.KubeAssets, bin) }
+
+func (c *cluster) csi(bin string) string { return filepath.Join(c.cfg.CSITools, bin) }
+
+func (c *cluster) pki(file string) string { return filepath.Join(c.l.PKI(), file) }
+
+// step runs fn and reports "<what> … ready in <d>" (or nothing when it failed).
+func (c *cluster) step(what string, fn func() error) error {
+	start := time.Now()
+	if err := fn(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "%-28s ready in %s\n", what, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// run starts a component, records it and waits until ready reports nil.
+func (c *cluster) run(ctx context.Context, s spec, ready func(context.Context) error) error {
+	return c.step(s.name, func() error {
+		p, err := startProc(c.l, s)
+		if err != nil {
+			return err
+		}
+		c.procs = append(c.procs, p)
+		c.state.Components = append(c.state.Components, s.name)
+		if err := writeJSON(c.l.State(), c.state); err != nil {
+			return err
+		}
+		return waitReady(ctx, p, ready)
+	})
+}
+
+// waitReady polls ready until it succeeds, the process exits, or componentTimeout passes.
+func waitReady(ctx context.Context, p *proc, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, componentTimeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		last = ready(pctx)
+		pcancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return failure(p.name, p.log, fmt.Errorf("exited (%w) before it was ready", p.err))
+		case <-ctx.Done():
+			return failure(p.name, p.log, fmt.Errorf("not ready after %s: %w", componentTimeout, last))
+		case <-tick.C:
+		}
+	}
+}
+
+// httpOK returns a readiness check that GETs url and wants 200.
+func (c *cluster) httpOK(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", url, err)
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", url, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+		}
+		return nil
+	}
+}
+
+// startControlPlane starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
+func (c *cluster) startControlPlane(ctx context.Context) error {
+	etcdURL := "http://127.0.0.1:" + c.port(portEtcd)
+	peerURL := "http://127.0.0.1:" + c.port(portEtcdPeer)
+	if err := c.run(ctx, spec{name: "etcd", path: c.kube("etcd"), args: []string{
+		"--name=dev", "--data-dir=" + c.l.Etcd(), "--unsafe-no-fsync",
+		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=dev=" + peerURL,
+	}}, c.httpOK(etcdURL+"/health")); err != nil {
+		return err
+	}
+	api := "https://127.0.0.1:" + c.port(portAPIServer)
+	if err := c.run(ctx, spec{name: "kube-apiserver", path: c.kube("kube-apiserver"), args: []string{
+		"--etcd-servers=" + etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port=" + c.port(portAPIServer), "--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + c.pki(apiserverCertFile), "--tls-private-key-file=" + c.pki(apiserverKeyFile),
+		"--client-ca-file=" + c.pki(caCertFile), "--service-cluster-ip-range=10.0.0.0/24",
+		"--service-account-issuer=" + api, "--service-account-key-file=" + c.pki(saPubFile),
+		"--service-account-signing-key-file=" + c.pki(saKeyFile),
+		"--authorization-mode=RBAC", "--allow-privileged=true", "--cert-dir=" + c.pki("apiserver-generated"),
+	}}, c.httpOK(api+"/readyz")); err != nil {
+		return err
+	}
+	kc := c.l.Kubeconfig()
+	common := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1", "--leader-elect=false"}
+	if err := c.run(ctx, spec{name: "kube-controller-manager", path: c.kube("kube-controller-manager"), args: append(common,
+		"--secure-port="+c.port(portKCM), "--cert-dir="+c.pki("kcm"),
+		"--controllers=*,-serviceaccount-token", "--root-ca-file="+c.pki(caCertFile),
+		"--service-account-private-key-file="+c.pki(saKeyFile), "--use-service-account-credentials=false",
+	)}, c.httpOK("https://127.0.0.1:"+c.port(portKCM)+"/healthz")); err != nil {
+		return err
+	}
+	return c.run(ctx, spec{name: "kube-scheduler", path: c.kube("kube-scheduler"), args: append(common,
+		"--secure-port="+c.port(portScheduler), "--cert-dir="+c.pki("scheduler"),
+	)}, c.httpOK("https://127.0.0.1:"+c.port(portScheduler)+"/healthz"))
+}
+
+// startStorage starts the snapshot-controller, the operator and the CSI sidecars.
+func (c *cluster) startStorage(ctx context.Context) error {
+	kc := "--kubeconfig=" + c.l.Kubeconfig()
+	if err := c.run(ctx, spec{name: "snapshot-controller", path: c.csi("snapshot-controller"), args: []string{
+		kc, "--http-endpoint=127.0.0.1:" + c.port(portSnapshotCtl),
+	}}, c.httpOK("http://127.0.0.1:"+c.port(portSnapshotCtl)+"/metrics")); err != nil {
+		return err
+	}
+	sock := c.l.ControllerSocket()
+	if err := os.MkdirAll(c.l.CSI(), 0o755); err != nil {
+		return fmt.Errorf("create CSI socket dir: %w", err)
+	}
+	health := c.httpOK("http://127.0.0.1:" + c.port(portOperatorHealth) + "/readyz")
+	if err := c.run(ctx, spec{name: "operator", path: c.cfg.LVMS, args: []string{
+		"operator", "--namespace=" + Namespace, "--node-image=dev", "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:" + c.port(portOperatorHealth),
+		"--webhook-host=127.0.0.1", "--webhook-port=" + c.port(portWebhook),
+		"--webhook-cert-mode=external", "--webhook-cert-dir=" + c.l.Webhook(), "--csi-socket=" + sock,
+	}, env: []string{"KUBECONFIG=" + c.l.Kubeconfig()}}, func(ctx context.Context) error {
+		if _, err := os.Stat(sock); err != nil {
+			return fmt.Errorf("CSI socket: %w", err)
+		}
+		return health(ctx)
+	}); err != nil {
+		return err
+	}
+	csiAddr := "--csi-address=" + sock
+	sidecars := []spec{
+		{name: "csi-provisioner", args: []string{"--feature-gates=Topology=true", "--enable-capacity",
+			"--capacity-ownerref-level=-1", "--extra-create-metadata", "--worker-threads=4"},
+			env: []string{"NAMESPACE=" + Namespace, "POD_NAME=lvms-dev-operator"}},
+		{name: "csi-resizer"},
+		{name: "csi-snapshotter"},
+	}
+	for _, s := range sidecars {
+		s.path = c.csi(s.name)
+		s.args = append(s.args, kc, csiAddr, "--http-endpoint=127.0.0.1:"+c.port(s.name))
+		if err := c.run(ctx, s, c.httpOK("http://127.0.0.1:"+c.port(s.name)+"/metrics")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopAll stops the host processes in reverse start order.
+func (c *cluster) stopAll() error {
+	var errs []error
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		p := c.procs[i]
+		p.stop(10 * time.Second)
+		if aliveUnder(p.cmd.Process.Pid, c.l.Dir) {
+			errs = append(errs, fmt.Errorf("%s (pid %d) survived SIGKILL", p.name, p.cmd.Process.Pid))
+		}
+	}
+	c.procs = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,258 @@
+package devcluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// UpOptions configure `lvms dev up`.
+type UpOptions struct {
+	// StateDir holds everything of the cluster.
+	StateDir string
+	// RepoDir is the repository root; found above the working directory when empty.
+	RepoDir string
+	// KubeAssets and CSITools are the binary directories; hack/kube-assets.sh and
+	// hack/csi-tools.sh build or find them when empty.
+	KubeAssets, CSITools string
+	// Nodes, Disks, DiskSize and MemoryMiB shape the guest nodes.
+	Nodes, Disks, MemoryMiB int
+	DiskSize                int64
+	// Timeout bounds the wait for the cluster after the supervisor started.
+	Timeout time.Duration
+	// Out receives progress.
+	Out io.Writer
+}
+
+// Up builds the binaries, starts the supervisor and waits until the cluster is usable.
+func Up(ctx context.Context, o UpOptions) error {
+	l, err := NewLayout(o.StateDir)
+	if err != nil {
+		return err
+	}
+	if pid, _ := readPID(l.PIDFile("supervisor")); aliveUnder(pid, l.Dir) {
+		return fmt.Errorf("a dev cluster is already running in %s (supervisor pid %d); run lvms dev down first", l.Dir, pid)
+	}
+	if err := resetState(l); err != nil {
+		return err
+	}
+	cfg, err := prepare(ctx, l, o)
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(l.Config(), cfg); err != nil {
+		return err
+	}
+	start := time.Now()
+	pid, err := spawnSupervisor(l, cfg.LVMS)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "supervisor started (pid %d), log %s\n", pid, l.Log("supervisor"))
+	if err := follow(ctx, l, pid, o.Timeout, o.Out); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "dev cluster up in %s (state %s)\n\n  export KUBECONFIG=%s\n  kubectl get nodes\n\nstop it with: lvms dev down --state-dir %s\n",
+		time.Since(start).Round(100*time.Millisecond), l.Dir, l.Kubeconfig(), l.Dir)
+	return nil
+}
+
+// resetState empties the state directory except the binaries, after leftovers are gone.
+func resetState(l Layout) error {
+	if err := os.MkdirAll(l.Dir, 0o755); err != nil {
+		return fmt.Errorf("create state dir: %w", err)
+	}
+	entries, err := os.ReadDir(l.Dir)
+	if err != nil {
+		return fmt.Errorf("read state dir: %w", err)
+	}
+	if leftovers := findLeftovers(l); len(leftovers) > 0 {
+		return fmt.Errorf("processes of an earlier dev cluster are still running in %s (%s); run lvms dev down first", l.Dir, strings.Join(leftovers, ", "))
+	}
+	for _, e := range entries {
+		if e.Name() == "bin" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(l.Dir, e.Name())); err != nil {
+			return fmt.Errorf("clean state dir: %w", err)
+		}
+	}
+	for _, d := range []string{l.Logs(), l.Run(), l.Bin(), l.Guests()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// prepare finds the repository and the binaries and builds lvms and guestbridge.
+func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
+	cfg := Config{RepoDir: o.RepoDir, KubeAssets: o.KubeAssets, CSITools: o.CSITools, Nodes: o.Nodes,
+		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB,
+		LVMS: filepath.Join(l.Bin(), "lvms"), GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
+	var err error
+	if cfg.RepoDir == "" {
+		if cfg.RepoDir, err = findRepo(); err != nil {
+			return cfg, err
+		}
+	}
+	steps := []struct {
+		what string
+		dir  *string
+		run  func() (string, error)
+	}{
+		{"kube binaries", &cfg.KubeAssets, func() (string, error) { return script(ctx, l, cfg.RepoDir, "kube-assets.sh") }},
+		{"CSI tools", &cfg.CSITools, func() (string, error) { return script(ctx, l, cfg.RepoDir, "csi-tools.sh") }},
+	}
+	for _, s := range steps {
+		if *s.dir != "" {
+			continue
+		}
+		if err := timed(o.Out, s.what, func() (err error) { *s.dir, err = s.run(); return err }); err != nil {
+			return cfg, err
+		}
+	}
+	err = timed(o.Out, "go build lvms, guestbridge", func() error {
+		if err := goBuild(ctx, l, cfg.RepoDir, cfg.LVMS, "./cmd/lvms"); err != nil {
+			return err
+		}
+		return goBuild(ctx, l, cfg.RepoDir, cfg.GuestBridge, "./internal/devcluster/bridge/guestbridge")
+	})
+	return cfg, err
+}
+
+// timed runs fn and reports how long it took.
+func timed(out io.Writer, what string, fn func() error) error {
+	start := time.Now()
+	fmt.Fprintf(out, "%s …\n", what)
+	if err := fn(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%-28s ready in %s\n", what, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// findRepo returns the nearest ancestor of the working directory holding hack/kube-assets.sh.
+func findRepo() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find repository: %w", err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "hack", "kube-assets.sh")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no repository (hack/kube-assets.sh) above %s; run from the checkout or pass --repo", wd)
+		}
+	}
+}
+
+// script runs hack/<name> and returns the last line of its output (a directory).
+func script(ctx context.Context, l Layout, repo, name string) (string, error) {
+	logPath := l.Log(strings.TrimSuffix(name, ".sh"))
+	f, err := os.Create(logPath)
+	if err != nil {
+		return "", fmt.Errorf("create log: %w", err)
+	}
+	defer f.Close()
+	var stdout bytes.Buffer
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repo, "hack", name))
+	cmd.Dir = repo
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(&stdout, f), f
+	if err := cmd.Run(); err != nil {
+		return "", failure("hack/"+name, logPath, err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	dir := strings.TrimSpace(lines[len(lines)-1])
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", failure("hack/"+name, logPath, fmt.Errorf("last line %q is not a directory", dir))
+	}
+	return dir, nil
+}
+
+// goBuild builds a static binary (it runs on the host and in the guests).
+func goBuild(ctx context.Context, l Layout, repo, out, pkg string) error {
+	logPath := l.Log("go-build")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	b, err := cmd.CombinedOutput()
+	if werr := os.WriteFile(logPath, b, 0o644); werr != nil {
+		return errors.Join(fmt.Errorf("go build %s: %w", pkg, err), werr)
+	}
+	if err != nil {
+		return failure("go build "+pkg, logPath, err)
+	}
+	return nil
+}
+
+// spawnSupervisor starts `lvms dev supervise` in its own session, logging to logs/supervisor.log.
+func spawnSupervisor(l Layout, lvms string) (int, error) {
+	f, err := os.OpenFile(l.Log("supervisor"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("open supervisor log: %w", err)
+	}
+	defer f.Close()
+	cmd := exec.Command(lvms, "dev", "supervise", "--state-dir", l.Dir)
+	cmd.Dir = l.Dir
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start supervisor: %w", err)
+	}
+	pid := cmd.Process.Pid
+	// Reap it if it exits while we still run; it outlives us otherwise.
+	go func() { _ = cmd.Wait() }()
+	return pid, nil
+}
+
+// follow copies the supervisor's log to out until the cluster is ready, failed, the supervisor
+// died, or timeout passed.
+func follow(ctx context.Context, l Layout, pid int, timeout time.Duration, out io.Writer) error {
+	f, err := os.Open(l.Log("supervisor"))
+	if err != nil {
+		return fmt.Errorf("open supervisor log: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	deadline := time.Now().Add(timeout)
+	var partial string
+	for {
+		for {
+			line, err := r.ReadString('\n')
+			partial += line
+			if err != nil {
+				break
+			}
+			fmt.Fprint(out, "  "+partial)
+			partial = ""
+		}
+		if _, err := os.Stat(l.Ready()); err == nil {
+			return nil
+		}
+		if b, err := os.ReadFile(l.Failed()); err == nil {
+			return fmt.Errorf("dev cluster failed to start: %s", bytes.TrimSpace(b))
+		}
+		if !aliveUnder(pid, l.Dir) {
+			return failure("supervisor", l.Log("supervisor"), errors.New("exited"))
+		}
+		if time.Now().After(deadline) {
+			return failure("dev cluster", l.Log("supervisor"), fmt.Errorf("not ready after %s; it keeps running, see lvms dev status", timeout))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the dev cluster: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
