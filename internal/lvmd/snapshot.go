@@ -2,7 +2,9 @@ package lvmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
@@ -15,9 +17,10 @@ type SnapshotRequest struct {
 	DeviceClass string
 	// Source is the LV to snapshot.
 	Source string
-	// Size is required for thick classes: the copy-on-write space in bytes
-	// (rounded up to whole extents). Thin snapshots have the source's
-	// virtual size; Size is ignored.
+	// Size is required for thick classes: the bytes of changed data the
+	// copy-on-write store holds (with its metadata, rounded up to whole
+	// extents; at most what a rewrite of the whole source needs). Thin
+	// snapshots have the source's virtual size; Size is ignored.
 	Size uint64
 	// ReadOnly makes a read-only snapshot (a VolumeSnapshot); otherwise it
 	// is writable (a clone, or a volume restored from a snapshot).
@@ -30,7 +33,9 @@ type SnapshotRequest struct {
 // thin snapshot in the same pool, active at once; in a thick class a
 // copy-on-write snapshot of req.Size bytes. A snapshot of the same name and
 // source that exists already is returned. On a service whose state has been
-// read it runs exactly one lvm command.
+// read it runs exactly one lvm command. A writable snapshot of a thick
+// copy-on-write snapshot (restoring a VolumeSnapshot) is a copy instead, see
+// restoreByCopy.
 func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, error) {
 	dc, err := s.classes.Config().DeviceClass(req.DeviceClass)
 	if err == nil {
@@ -53,6 +58,9 @@ func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, 
 
 	plan := func() (*change, *LV, error) { return s.planSnapshot(dc, req, tags) }
 	c, existing, err := s.withState(ctx, plan)
+	if errors.Is(err, errRestoreByCopy) {
+		return s.restoreByCopy(ctx, dc, req)
+	}
 	if err != nil || existing != nil {
 		return deref(existing), wrapf(err, "create snapshot %s of %s", req.Name, req.Source)
 	}
@@ -84,6 +92,9 @@ func (s *Service) planSnapshot(dc *DeviceClass, req SnapshotRequest, tags []stri
 		return nil, out, err
 	}
 	if src.Attr.IsSnapshot() {
+		if !dc.IsThin() && !req.ReadOnly {
+			return nil, nil, errRestoreByCopy
+		}
 		return nil, nil, fmt.Errorf("%w: %s is a copy-on-write snapshot", ErrInvalidArgument, src.FullName())
 	}
 	perm := "w"
@@ -98,7 +109,7 @@ func (s *Service) planSnapshot(dc *DeviceClass, req SnapshotRequest, tags []stri
 		c.lv.Size, c.lv.PoolLV, c.lv.Attr = src.Size, src.PoolLV, mustAttr("V"+perm+"i-a-tz--")
 		c.poolKey, c.virtual = vg.Name+"/"+src.PoolLV, src.Size
 	} else {
-		c.lv.Size, c.lv.Attr = roundUp(req.Size, vg.ExtentSize), mustAttr("s"+perm+"i-a-s---")
+		c.lv.Size, c.lv.Attr = roundUp(cowSize(min(req.Size, src.Size)), vg.ExtentSize), mustAttr("s"+perm+"i-a-s---")
 		c.physical = c.lv.Size
 	}
 	if err := s.reserve(dc, c); err != nil {
@@ -113,6 +124,8 @@ func existingSnapshot(dc *DeviceClass, lv lvm.LV, req SnapshotRequest) (*LV, err
 	switch {
 	case !owned(lv):
 		return nil, fmt.Errorf("%w: LV %s exists without tag %s", ErrNotOurs, lv.FullName(), lvm.Tag)
+	case !req.ReadOnly && inClass(dc, lv) && slices.Contains(lv.Tags, restoredFromTag(req.Source)):
+		// A finished restore by copy (restoreByCopy).
 	case !inClass(dc, lv) || lv.Origin != req.Source:
 		return nil, fmt.Errorf("%w: LV %s exists and is not a snapshot of %s", ErrAlreadyExists, lv.FullName(), req.Source)
 	case lv.Attr.Writable() == req.ReadOnly:
@@ -120,4 +133,18 @@ func existingSnapshot(dc *DeviceClass, lv lvm.LV, req SnapshotRequest) (*LV, err
 	}
 	out := toLV(dc, lv)
 	return &out, nil
+}
+
+// snapshotChunk is lvm2's default chunk size of copy-on-write snapshots (lvcreate -c).
+const snapshotChunk = 4 << 10
+
+// cowSize is the copy-on-write space that holds data bytes of changed origin data. The exception store
+// also needs a header chunk and one metadata chunk per 256 data chunks (16 bytes per exception, plus a
+// terminator): the sum lvm2 computes as the largest useful size (cow_max_size). A store of only data
+// bytes invalidates the snapshot once that much of the origin has been rewritten.
+func cowSize(data uint64) uint64 {
+	chunks := (data + snapshotChunk - 1) / snapshotChunk
+	const perMetadataChunk = snapshotChunk / 16
+	metadata := (chunks + perMetadataChunk) / perMetadataChunk
+	return (1 + metadata + chunks) * snapshotChunk
 }

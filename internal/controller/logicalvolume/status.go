@@ -115,7 +115,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, s *scope) error {
 	st := &s.status
 	if s.lv != nil {
 		st.VolumeID = s.name
-		st.CurrentSize = resource.NewQuantity(int64(s.lv.Size), resource.BinarySI)
+		st.CurrentSize = resource.NewQuantity(int64(deviceSize(s.lv, s.obj.Spec.Size.Value())), resource.BinarySI)
 	}
 	st.Code, st.Message = 0, ""
 	if s.failure != nil {
@@ -131,6 +131,17 @@ func (r *Reconciler) applyStatus(ctx context.Context, s *scope) error {
 		return client.IgnoreNotFound(fmt.Errorf("apply status of LogicalVolume %s: %w", s.obj.Name, err))
 	}
 	return nil
+}
+
+// deviceSize is the size of the LV's device as a consumer sees it. lvmd reports a thick
+// copy-on-write snapshot's size as that of its copy-on-write store, which is larger than its device
+// (the store holds metadata too); the device has its origin's size, which is the spec size of a
+// snapshot, restore or clone of the same size.
+func deviceSize(lv *lvmd.LV, specSize int64) uint64 {
+	if lv.Origin != "" && lv.ThinPool == "" && specSize > 0 {
+		return min(lv.Size, uint64(specSize))
+	}
+	return lv.Size
 }
 
 // statusApplyConfiguration is the whole status this agent owns: unset fields are dropped.

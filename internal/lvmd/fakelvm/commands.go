@@ -162,6 +162,31 @@ func (f *LVM) lvremove(a args) error {
 	return nil
 }
 
+// lvrename renames an LV (`lvrename VG OLD NEW`); snapshots follow their origin.
+func (f *LVM) lvrename(a args) error {
+	if len(a.pos) != 3 {
+		return failf(3, "Old and new logical volume names required")
+	}
+	v, err := f.findVG(a.pos[0])
+	if err != nil {
+		return err
+	}
+	l := v.lv(a.pos[1])
+	if l == nil {
+		return failf(5, "Existing logical volume \"%s\" not found in volume group \"%s\"", a.pos[1], v.name)
+	}
+	if v.lv(a.pos[2]) != nil {
+		return failf(5, "Logical Volume \"%s\" already exists in volume group \"%s\"", a.pos[2], v.name)
+	}
+	for _, o := range v.lvs {
+		if o.origin == l.name {
+			o.origin = a.pos[2]
+		}
+	}
+	l.name = a.pos[2]
+	return nil
+}
+
 // lvextend grows an LV (-L <n>b), rounding like lvm2.
 func (f *LVM) lvextend(a args) error {
 	v, l, err := f.target(a)

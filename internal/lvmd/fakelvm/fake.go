@@ -170,6 +170,8 @@ func (f *LVM) run(c exec.Cmd) (string, int, string) {
 		err = f.lvremove(args)
 	case "lvextend":
 		err = f.lvextend(args)
+	case "lvrename":
+		err = f.lvrename(args)
 	default:
 		return "", 3, "fakelvm: unsupported subcommand " + sub
 	}

@@ -1,0 +1,95 @@
+package lvmd_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
+)
+
+// ddExec runs dd itself (recording the command lines) and every lvm command on the fake.
+type ddExec struct {
+	*fakelvm.LVM
+	dd   []string
+	fail error // returned by the next dd
+}
+
+func (d *ddExec) Exec(ctx context.Context, c exec.Cmd) error {
+	if c.Name != "dd" {
+		return d.LVM.Exec(ctx, c)
+	}
+	d.dd = append(d.dd, c.String())
+	err := d.fail
+	d.fail = nil
+	return err
+}
+
+// TestRestoreThickSnapshotCopies: lvm2 cannot snapshot a thick copy-on-write snapshot, so restoring one
+// (a writable snapshot of it) copies its device into a new LV that takes the volume's name only once
+// the copy is complete; a failed copy leaves no LV of that name and the retry completes it.
+func TestRestoreThickSnapshotCopies(t *testing.T) {
+	f := fakelvm.New()
+	f.AddVG("vg", 10*gib, extent, lvm.Tag)
+	ex := &ddExec{LVM: f}
+	classes, err := lvmd.NewDeviceClassManager(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := lvmd.NewService(lvmd.Options{Executor: ex, Classes: classes, RefreshInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: "vol", DeviceClass: "thick", Size: gib}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thick", Source: "vol", Size: gib, ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	restore := lvmd.SnapshotRequest{Name: "new-vol", DeviceClass: "thick", Source: "snap", Size: gib}
+
+	ex.fail = errors.New("dd: error writing: Input/output error")
+	if _, err := svc.CreateSnapshot(ctx, restore); err == nil {
+		t.Fatal("restore with a failing copy succeeded")
+	}
+	if _, err := svc.GetLV(ctx, "new-vol", "thick"); !errors.Is(err, lvmd.ErrNotFound) {
+		t.Fatalf("after a failed copy GetLV(new-vol) = %v, want ErrNotFound", err)
+	}
+
+	lv, err := svc.CreateSnapshot(ctx, restore)
+	if err != nil {
+		t.Fatalf("retried restore: %v", err)
+	}
+	if lv.Name != "new-vol" || lv.Origin != "" || lv.ReadOnly || lv.Size != gib ||
+		!slices.Contains(lv.Tags, "lvms.restored-from=snap") {
+		t.Errorf("restored LV %+v, want a writable plain LV new-vol of 1 GiB tagged lvms.restored-from=snap", lv)
+	}
+	wantDD := "dd if=/dev/mapper/vg-snap of=/dev/mapper/vg-new--vol--restoring bs=1M iflag=direct oflag=direct conv=fsync status=none"
+	if len(ex.dd) != 2 || ex.dd[1] != wantDD {
+		t.Errorf("dd runs %q, want two, the last %q", ex.dd, wantDD)
+	}
+	if _, err := svc.CreateSnapshot(ctx, restore); err != nil || len(ex.dd) != 2 {
+		t.Errorf("repeated restore: %v after %d copies, want the LV without another copy", err, len(ex.dd))
+	}
+	lvs, err := svc.ListLVs(ctx, "thick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lvs {
+		if strings.HasSuffix(l.Name, "-restoring") {
+			t.Errorf("LV %s left behind", l.Name)
+		}
+	}
+	// A read-only snapshot of a snapshot is still refused.
+	ro := lvmd.SnapshotRequest{Name: "snap2", DeviceClass: "thick", Source: "snap", Size: gib, ReadOnly: true}
+	if _, err := svc.CreateSnapshot(ctx, ro); !errors.Is(err, lvmd.ErrInvalidArgument) {
+		t.Errorf("snapshot of a snapshot: %v, want ErrInvalidArgument", err)
+	}
+}
