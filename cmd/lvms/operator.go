@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,9 +23,7 @@ import (
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
-	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	csicontroller "github.com/lvm-operator/lvm-operator/internal/csi/controller"
-	"github.com/lvm-operator/lvm-operator/internal/csi/identity"
 	lvmswebhook "github.com/lvm-operator/lvm-operator/internal/webhook"
 )
 
@@ -135,7 +131,7 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)
 	}
 	if f.csiSocket != "" {
-		if err := setupCSIController(cmd.Context(), mgr, f.csiSocket); err != nil {
+		if err := csicontroller.AddToManager(cmd.Context(), mgr, f.csiSocket); err != nil {
 			return err
 		}
 	}
@@ -182,23 +178,4 @@ func setupWebhookCerts(mgr ctrl.Manager, f operatorFlags) (<-chan struct{}, erro
 	default:
 		return nil, fmt.Errorf("--webhook-cert-mode %q: use self or external", f.webhookCertMode)
 	}
-}
-
-// setupCSIController serves the CSI Identity and Controller services for the external-provisioner,
-// resizer and snapshotter sidecars.
-func setupCSIController(ctx context.Context, mgr ctrl.Manager, endpoint string) error {
-	ctl, err := csicontroller.New(ctx, csicontroller.Options{Client: mgr.GetClient(), Cache: mgr.GetCache()})
-	if err != nil {
-		return fmt.Errorf("CSI controller service: %w", err)
-	}
-	srv, err := lvmcsi.NewServer(endpoint, ctrl.Log.WithName("csi"))
-	if err != nil {
-		return fmt.Errorf("CSI server: %w", err)
-	}
-	csi.RegisterIdentityServer(srv.GRPC, identity.New(nil))
-	csi.RegisterControllerServer(srv.GRPC, ctl)
-	if err := mgr.Add(srv); err != nil {
-		return fmt.Errorf("add CSI server: %w", err)
-	}
-	return nil
 }

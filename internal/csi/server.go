@@ -59,10 +59,10 @@ func ParseEndpoint(endpoint string) (string, error) {
 	return path, nil
 }
 
-// Start listens on the socket (removing a stale socket file left by a previous process) and serves
 // NeedLeaderElection is false: every replica serves its own sidecars, which elect among themselves.
 func (s *Server) NeedLeaderElection() bool { return false }
 
+// Start listens on the socket (removing a stale socket file left by a previous process) and serves
 // until ctx is done, then stops gracefully. It has the signature of a controller-runtime Runnable.
 func (s *Server) Start(ctx context.Context) error {
 	lis, err := Listen(s.Path)
