@@ -37,12 +37,13 @@ const componentTimeout = 90 * time.Second
 
 // cluster is the supervisor's view of what it runs.
 type cluster struct {
-	l     Layout
-	cfg   Config
-	state State
-	out   io.Writer
-	procs []*proc
-	http  *http.Client
+	l      Layout
+	cfg    Config
+	state  State
+	out    io.Writer
+	procs  []*proc
+	guests []*guest
+	http   *http.Client
 }
 
 func newCluster(l Layout, cfg Config, out io.Writer) (*cluster, error) {

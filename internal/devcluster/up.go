@@ -241,6 +241,8 @@ func follow(ctx context.Context, l Layout, pid int, timeout time.Duration, out i
 			return nil
 		}
 		if b, err := os.ReadFile(l.Failed()); err == nil {
+			// The supervisor tears down what it started; return once it is gone.
+			waitGone(ctx, pid, l.Dir, supervisorGrace)
 			return fmt.Errorf("dev cluster failed to start: %s", bytes.TrimSpace(b))
 		}
 		if !aliveUnder(pid, l.Dir) {
