@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Runs csi-sanity against the real driver stack on real lvm2 (what `make sanity` calls).
+#
+# One User-mode Linux guest (internal/testing/uml, standard disk layout) runs the guest test of
+# ./test/sanity: an envtest control plane (kube-apiserver + etcd from hack/kube-assets.sh), a thick and
+# a thin volume group, the node agent and the CSI controller, and the csi-sanity BINARY (built from the
+# Go module proxy by hack/csi-tools.sh) three times: thick filesystem volumes, thin filesystem volumes
+# with snapshots, thick block volumes. See docs/testing-sanity.md.
+#
+# Environment: CSI_SANITY=<path> uses that csi-sanity binary instead of building one;
+# SANITY_TIMEOUT (default 20m) bounds the guest; SANITY_MEM (MiB, default 2048) is its memory;
+# SANITY_KEEP=1 keeps the work directory (logs, ginkgo JSON reports) and prints its path.
+# Prints each run's csi-sanity summary and a final "sanity: PASS|FAIL" line; exits non-zero on failure.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$(pwd)"
+TIMEOUT="${SANITY_TIMEOUT:-20m}"
+MEM="${SANITY_MEM:-2048}"
+CSI_SANITY_VERSION="${CSI_SANITY_VERSION:-v5.6.0}"
+CACHE_ROOT="${LVMS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms}"
+START=${SECONDS}
+
+log() { echo "sanity: $*" >&2; }
+
+# csi_sanity prints the path of the csi-sanity binary: $CSI_SANITY, else the one hack/csi-tools.sh
+# builds with the other CSI tools, else one built here with go install into our own cache dir.
+csi_sanity() {
+	if [[ -n "${CSI_SANITY:-}" ]]; then
+		echo "${CSI_SANITY}"
+		return
+	fi
+	local dir
+	if [[ -f hack/csi-tools.sh ]] && dir="$(bash hack/csi-tools.sh | tail -1)" && [[ -x "${dir}/csi-sanity" ]]; then
+		echo "${dir}/csi-sanity"
+		return
+	fi
+	dir="${CACHE_ROOT}/csi-sanity/${CSI_SANITY_VERSION}"
+	if [[ ! -x "${dir}/csi-sanity" ]]; then
+		log "building csi-sanity ${CSI_SANITY_VERSION} into ${dir}"
+		mkdir -p "${dir}"
+		GOBIN="${dir}" CGO_ENABLED=0 go install -trimpath \
+			"github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@${CSI_SANITY_VERSION}" >&2
+	fi
+	echo "${dir}/csi-sanity"
+}
+
+bash hack/uml-deps.sh
+ASSETS="$(bash hack/kube-assets.sh | tail -1)"
+SANITY_BIN="$(csi_sanity)"
+log "kube assets ${ASSETS}; csi-sanity ${SANITY_BIN}"
+
+WORK="$(mktemp -d /tmp/lvms-sanity.XXXXXX)"
+if [[ "${SANITY_KEEP:-}" == 1 ]]; then
+	trap 'log "work directory kept: ${WORK}"' EXIT
+else
+	trap 'rm -rf "${WORK}"' EXIT
+fi
+mkdir -p "${WORK}/out"
+
+log "building umlrun and the guest test binary"
+go build -o "${WORK}/umlrun" ./internal/testing/uml/umlrun
+CGO_ENABLED=0 go test -c -tags guest -o "${WORK}/sanity.test" ./test/sanity
+
+log "booting the guest (${MEM} MiB, timeout ${TIMEOUT})"
+rc=0
+"${WORK}/umlrun" -standard-layout -mem "${MEM}" -timeout "${TIMEOUT}" -dir "${ROOT}/test/sanity" \
+	-share "${WORK}/out" \
+	-env "KUBEBUILDER_ASSETS=${ASSETS}" -env "CSI_SANITY=${SANITY_BIN}" -env "SANITY_OUT=${WORK}/out" \
+	-- "${WORK}/sanity.test" -test.v -test.count=1 -test.timeout=19m || rc=$?
+
+echo
+echo "===== csi-sanity summaries"
+if [[ -s "${WORK}/out/summary.txt" ]]; then
+	cat "${WORK}/out/summary.txt"
+else
+	echo "no summary written (see the guest output above)"
+fi
+if ((rc != 0)) && [[ -s "${WORK}/out/stack.log" ]]; then
+	echo "===== last lines of the driver log (${WORK}/out/stack.log)"
+	tail -n 60 "${WORK}/out/stack.log"
+fi
+if ((rc == 0)); then
+	echo "sanity: PASS ($((SECONDS - START)) s)"
+else
+	echo "sanity: FAIL (exit ${rc}, $((SECONDS - START)) s)"
+	exit 1
+fi

@@ -1,0 +1,138 @@
+//go:build guest
+
+package sanity_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+)
+
+// Sizes of csi-sanity's volumes: small enough for the 2 GiB guest disks, large enough for ext4.
+const (
+	volumeSize = 64 << 20
+	expandSize = 128 << 20
+)
+
+// sanityRun is one csi-sanity invocation.
+type sanityRun struct {
+	name        string
+	deviceClass string
+	accessType  string // mount or block
+}
+
+// TestSanity runs csi-sanity three times against one stack: thick filesystem volumes, thin
+// filesystem volumes (snapshots are thin snapshots there), and thick block volumes. csi-sanity decides
+// itself which specs apply from the capabilities the driver advertises; every spec that runs must pass
+// and every run must leave no LogicalVolume and no LV behind.
+func TestSanity(t *testing.T) {
+	bin := os.Getenv("CSI_SANITY")
+	if bin == "" {
+		t.Fatal("CSI_SANITY (path of the csi-sanity binary) is not set: run hack/sanity.sh")
+	}
+	disks := strings.Split(os.Getenv("LVMS_GUEST_DISKS"), ",")
+	outDir := os.Getenv("SANITY_OUT")
+	if outDir == "" {
+		outDir = t.TempDir()
+	}
+	dir, err := os.MkdirTemp("/tmp", "sanity-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s := startStack(t, dir, filepath.Join(outDir, "stack.log"), disks)
+	t.Logf("stack ready in %s: node %s, controller %s", time.Since(start).Round(time.Millisecond),
+		s.nodeSocket, s.controllerSocket)
+
+	summaries, err := os.Create(filepath.Join(outDir, "summary.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = summaries.Close() }()
+	for _, r := range []sanityRun{
+		{name: "thick", deviceClass: "thick", accessType: "mount"},
+		{name: "thin", deviceClass: "thin", accessType: "mount"},
+		{name: "block", deviceClass: "thick", accessType: "block"},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			sum := runSanity(t, bin, s, r, filepath.Join(dir, r.name), outDir)
+			var b bytes.Buffer
+			if err := sum.write(io.MultiWriter(&b, summaries), r.name); err != nil {
+				t.Error(err)
+			}
+			t.Log("\n" + b.String())
+			left, err := s.leftovers(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(left) > 0 {
+				t.Errorf("csi-sanity %s left behind: %v", r.name, left)
+			}
+		})
+	}
+}
+
+// runSanity runs the csi-sanity binary for r, streaming its output, and returns its summary. It fails
+// t if csi-sanity fails or its summary cannot be read.
+func runSanity(t *testing.T, bin string, s *stack, r sanityRun, dir, outDir string) *summary {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	params := filepath.Join(dir, "volume-parameters.yaml")
+	if err := os.WriteFile(params, []byte(lvmcsi.ParamDeviceClass+": "+r.deviceClass+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(outDir, "csi-sanity-"+r.name+".json")
+	args := []string{
+		"--csi.endpoint=unix://" + s.nodeSocket,
+		"--csi.controllerendpoint=unix://" + s.controllerSocket,
+		"--csi.mountdir=" + filepath.Join(dir, "mount"),
+		"--csi.stagingdir=" + filepath.Join(dir, "staging"),
+		"--csi.testvolumeparameters=" + params,
+		"--csi.testvolumesize=" + strconv.Itoa(volumeSize),
+		"--csi.testvolumeexpandsize=" + strconv.Itoa(expandSize),
+		"--csi.testvolumeaccesstype=" + r.accessType,
+		"--ginkgo.v", "--ginkgo.no-color", "--ginkgo.timeout=20m",
+		"--ginkgo.json-report=" + report,
+	}
+	t.Logf("running %s %s", bin, strings.Join(args, " "))
+	logFile, err := os.Create(filepath.Join(outDir, "csi-sanity-"+r.name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = logFile.Close() }()
+	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := osexec.CommandContext(ctx, bin, args...)
+	cmd.Stdout = io.MultiWriter(os.Stdout, logFile, &out)
+	cmd.Stderr = cmd.Stdout
+	start := time.Now()
+	runErr := cmd.Run()
+	t.Logf("csi-sanity %s finished in %s", r.name, time.Since(start).Round(time.Millisecond))
+
+	sum := &summary{}
+	if err := scanSummary(&out, sum); err != nil {
+		t.Error(err)
+	}
+	if err := readSpecs(report, sum); err != nil {
+		t.Error(err)
+	}
+	if runErr != nil {
+		t.Errorf("csi-sanity %s: %v", r.name, runErr)
+	}
+	if sum.Ran == "" || sum.Counts == "" {
+		t.Errorf("csi-sanity %s printed no ginkgo summary", r.name)
+	}
+	return sum
+}

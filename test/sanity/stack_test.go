@@ -1,0 +1,270 @@
+//go:build guest
+
+package sanity_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/agent"
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	csicontroller "github.com/lvm-operator/lvm-operator/internal/csi/controller"
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+)
+
+// The guest's volume groups and the device classes over them.
+const (
+	nodeName = "sanity-node"
+	thickVG  = "sanity-thick"
+	thinVG   = "sanity-thin"
+	thinPool = "pool"
+)
+
+// lvmdConfig is the node agent's static configuration, in lvmd's file format.
+const lvmdConfig = `
+device-classes:
+  - name: thick
+    volume-group: ` + thickVG + `
+    default: true
+    spare-gb: 0
+  - name: thin
+    volume-group: ` + thinVG + `
+    type: thin
+    thin-pool:
+      name: ` + thinPool + `
+      overprovision-ratio: 10
+`
+
+// stack is the running driver: control plane, node agent and CSI controller.
+type stack struct {
+	k8s client.Client
+	lvm *lvm.Client
+	// nodeSocket serves Identity+Node, controllerSocket Identity+Controller.
+	nodeSocket, controllerSocket string
+}
+
+// startStack builds the volume groups on disks and starts everything; t.Cleanup stops it. The
+// manager logs to logPath.
+func startStack(t *testing.T, dir, logPath string, disks []string) *stack {
+	t.Helper()
+	h := exec.NewHost()
+	s := &stack{
+		lvm:              lvm.New(h),
+		nodeSocket:       filepath.Join(dir, "node.sock"),
+		controllerSocket: filepath.Join(dir, "controller.sock"),
+	}
+	// Set the logger first: controller-runtime discards its logs for good when nothing sets one within
+	// 30 s of first use, and the control plane alone may take longer to start in the guest.
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = logFile.Close() })
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.DebugLevel)))
+	if err := s.createVGs(t.Context(), disks); err != nil {
+		t.Fatal(err)
+	}
+	cfg := startControlPlane(t, filepath.Join(filepath.Dir(logPath), "control-plane.log"))
+	scheme, err := newScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+	if err := s.k8s.Create(t.Context(), node); err != nil {
+		t.Fatalf("create node: %v", err)
+	}
+	if err := s.startManager(t, cfg, scheme, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.waitForCapacity(t.Context(), "thick", "thin"); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// createVGs makes the thick VG on the first two disks and the thin VG with its pool on the third,
+// through internal/lvm (tagged as ours).
+func (s *stack) createVGs(ctx context.Context, disks []string) error {
+	if len(disks) < 3 {
+		return fmt.Errorf("need 3 guest disks, have %v", disks)
+	}
+	if err := s.lvm.CreateVG(ctx, thickVG, disks[:2]); err != nil {
+		return fmt.Errorf("thick VG: %w", err)
+	}
+	if err := s.lvm.CreateVG(ctx, thinVG, disks[2:3]); err != nil {
+		return fmt.Errorf("thin VG: %w", err)
+	}
+	vg, err := s.lvm.OwnedVG(ctx, thinVG)
+	if err != nil {
+		return fmt.Errorf("thin VG: %w", err)
+	}
+	if err := s.lvm.CreateThinPool(ctx, vg, lvm.ThinPoolOptions{Name: thinPool, Extents: lvm.PercentOf(90, "FREE")}); err != nil {
+		return fmt.Errorf("thin pool: %w", err)
+	}
+	return nil
+}
+
+// startControlPlane starts etcd and kube-apiserver (KUBEBUILDER_ASSETS) with the CRDs, their output
+// going to logPath. The guest has one slow vCPU, hence the long timeouts.
+func startControlPlane(t *testing.T, logPath string) *rest.Config {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run hack/sanity.sh")
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = logFile.Close() })
+	env := &envtest.Environment{
+		CRDDirectoryPaths:        []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 5 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{Out: logFile, Err: logFile}
+	env.ControlPlane.APIServer = &envtest.APIServer{Out: logFile, Err: logFile}
+	// The guest has only lo and no default route, from which kube-apiserver would pick the address
+	// it advertises; with 127.0.0.1 the endpoint reconciler of the kubernetes Service must be off.
+	env.ControlPlane.APIServer.Configure().
+		Set("advertise-address", "127.0.0.1").
+		Set("endpoint-reconciler-type", "none")
+	start := time.Now()
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start control plane: %v", err)
+	}
+	t.Logf("control plane started in %s", time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	return cfg
+}
+
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, topolvmv1.AddToScheme, lvmv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// startManager runs the node agent with the static device classes and the CSI controller service on
+// one manager, as `lvms node` and `lvms operator` would on a single-node cluster.
+func (s *stack) startManager(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, h exec.Executor) error {
+	classes, err := lvmd.ParseConfig([]byte(lvmdConfig))
+	if err != nil {
+		return fmt.Errorf("lvmd config: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := agent.Setup(mgr, agent.Options{
+		NodeName: nodeName, Namespace: "lvms-system", Executor: h,
+		CSIEndpoint: "unix://" + s.nodeSocket, StaticConfig: classes,
+	}); err != nil {
+		cancel()
+		return fmt.Errorf("node agent: %w", err)
+	}
+	if err := csicontroller.AddToManager(ctx, mgr, "unix://"+s.controllerSocket); err != nil {
+		cancel()
+		return fmt.Errorf("CSI controller: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return nil
+}
+
+// waitForCapacity waits until the node agent has annotated the Node with the capacity of classes:
+// the CSI controller places volumes by these annotations.
+func (s *stack) waitForCapacity(ctx context.Context, classes ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var node corev1.Node
+	for {
+		err := s.k8s.Get(ctx, client.ObjectKey{Name: nodeName}, &node)
+		if err == nil && hasAnnotations(&node, classes) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s has no capacity annotations for %v (annotations %v, last error %w)",
+				nodeName, classes, node.Annotations, errors.Join(err, ctx.Err()))
+		case <-time.After(200 * time.Millisecond): // the annotator writes once lvmd has read the VGs
+		}
+	}
+}
+
+func hasAnnotations(node *corev1.Node, classes []string) bool {
+	for _, c := range classes {
+		if _, ok := node.Annotations[lvmcsi.CapacityAnnotation(c)]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// leftovers lists LogicalVolumes and LVs (other than the thin pool) that still exist: after a
+// csi-sanity run, which deletes everything it created, there must be none.
+func (s *stack) leftovers(ctx context.Context) ([]string, error) {
+	var out []string
+	var list topolvmv1.LogicalVolumeList
+	if err := s.k8s.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list LogicalVolumes: %w", err)
+	}
+	for _, lv := range list.Items {
+		out = append(out, "LogicalVolume "+lv.Name)
+	}
+	state, err := s.lvm.State(ctx, thickVG, thinVG)
+	if err != nil {
+		return nil, fmt.Errorf("read LVM state: %w", err)
+	}
+	for _, vg := range []string{thickVG, thinVG} {
+		for _, lv := range state.LVsOf(vg) {
+			if lv.Name != thinPool {
+				out = append(out, "LV "+lv.FullName())
+			}
+		}
+	}
+	return out, nil
+}
