@@ -53,9 +53,10 @@ lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./...
 
 .PHONY: test
-test: ## Everything: unit + envtest, lvm2 in UML guests, verify. Installs what it needs.
+test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity on real lvm2, verify. Installs what it needs.
 	$(MAKE) test-unit
 	$(MAKE) test-lvm
+	$(MAKE) sanity
 	$(MAKE) verify
 	@echo "make test: all passed"
 
@@ -67,6 +68,10 @@ test-unit: ## Unit tests and envtest suites (self-built kube-apiserver + etcd).
 .PHONY: test-lvm
 test-lvm: ## Host-layer tests against real lvm2 + device-mapper in User-mode Linux guests.
 	bash hack/test-lvm.sh
+
+.PHONY: sanity
+sanity: ## csi-sanity (built from the module proxy) against the real stack on real lvm2 in a UML guest.
+	bash hack/sanity.sh
 
 .PHONY: bench
 bench: ## Benchmarks (performance is measured here, never in timed unit tests).
