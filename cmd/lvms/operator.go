@@ -23,6 +23,7 @@ import (
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+	"github.com/lvm-operator/lvm-operator/internal/controller/noderemoval"
 	csicontroller "github.com/lvm-operator/lvm-operator/internal/csi/controller"
 	lvmswebhook "github.com/lvm-operator/lvm-operator/internal/webhook"
 )
@@ -129,6 +130,9 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	})
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)
+	}
+	if err := noderemoval.New(mgr.GetClient(), f.namespace).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up node-removal controller: %w", err)
 	}
 	if f.csiSocket != "" {
 		if err := csicontroller.AddToManager(cmd.Context(), mgr, f.csiSocket); err != nil {

@@ -1,0 +1,113 @@
+// Package noderemoval is the operator's Node-removal controller: when a Node leaves the cluster, its
+// node agent can no longer tear anything down, so the controller releases what that agent held —
+// the per-node finalizers on LVMVolumeGroups and the node's LVMVolumeGroupNodeStatus. Without it, an
+// LVMCluster (or a removed device class) whose node was deleted could never finish deleting.
+package noderemoval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+)
+
+// Reconciler releases the finalizers and node statuses of Nodes that no longer exist.
+type Reconciler struct {
+	client    client.Client
+	namespace string
+}
+
+// New returns the controller for the operator in namespace.
+func New(cl client.Client, namespace string) *Reconciler {
+	return &Reconciler{client: cl, namespace: namespace}
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroups,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroupnodestatuses,verbs=get;list;watch;delete
+
+// SetupWithManager reconciles on Node deletion and on every LVMVolumeGroup and node status (a
+// finalizer or status naming a node that is already gone when the operator starts).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("noderemoval").
+		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+			DeleteFunc: func(event.DeleteEvent) bool { return true },
+		})).
+		Watches(&lvmv1alpha1.LVMVolumeGroup{}, handler.EnqueueRequestsFromMapFunc(nodesOfFinalizers)).
+		Watches(&lvmv1alpha1.LVMVolumeGroupNodeStatus{}, handler.EnqueueRequestsFromMapFunc(
+			func(_ context.Context, o client.Object) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
+			})).
+		Complete(r)
+}
+
+// nodesOfFinalizers maps an LVMVolumeGroup to the nodes its per-node finalizers name.
+func nodesOfFinalizers(_ context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, f := range o.GetFinalizers() {
+		if node, ok := strings.CutPrefix(f, lvmv1alpha1.CleanupFinalizerPrefix); ok && node != "" {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: node}})
+		}
+	}
+	return out
+}
+
+// Reconcile handles one node name: if the Node exists, nothing is done; otherwise its finalizers
+// and node status are released.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	err := r.client.Get(ctx, client.ObjectKey{Name: req.Name}, &corev1.Node{})
+	if err == nil {
+		return ctrl.Result{}, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("get node %s: %w", req.Name, err)
+	}
+	return ctrl.Result{}, errors.Join(r.releaseFinalizers(ctx, req.Name), r.deleteNodeStatus(ctx, req.Name))
+}
+
+func (r *Reconciler) releaseFinalizers(ctx context.Context, node string) error {
+	var vgs lvmv1alpha1.LVMVolumeGroupList
+	if err := r.client.List(ctx, &vgs, client.InNamespace(r.namespace)); err != nil {
+		return fmt.Errorf("list LVMVolumeGroups: %w", err)
+	}
+	finalizer := lvmv1alpha1.CleanupFinalizerPrefix + node
+	var errs []error
+	for i := range vgs.Items {
+		vg := &vgs.Items[i]
+		orig := vg.DeepCopy()
+		if !controllerutil.RemoveFinalizer(vg, finalizer) {
+			continue
+		}
+		if err := r.client.Patch(ctx, vg, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			errs = append(errs, fmt.Errorf("release finalizer of node %s on LVMVolumeGroup %s: %w", node, vg.Name, err))
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Released the finalizer of a deleted node", "node", node, "LVMVolumeGroup", vg.Name)
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) deleteNodeStatus(ctx context.Context, node string) error {
+	st := &lvmv1alpha1.LVMVolumeGroupNodeStatus{}
+	st.Name, st.Namespace = node, r.namespace
+	if err := r.client.Delete(ctx, st); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete LVMVolumeGroupNodeStatus of node %s: %w", node, err)
+	}
+	return nil
+}
