@@ -128,7 +128,7 @@ const (
 func (d *demo) steps() []step {
 	provisioning := []string{"csi-provisioner", "operator", "kube-scheduler", "node-*-agent", "node-*-kubelet"}
 	return []step{
-		{"cluster up (2 nodes, 3 x 8 GiB disks each)", []string{"supervisor", "node-*-console", "node-*-guestbridge"}, d.up},
+		{"cluster up (2 nodes, 3 x 8 GiB disks each)", []string{"supervisor", "node-*-console", "node-*-guestbridge", "node-*-agent", "node-*-kubelet"}, d.up},
 		{"LVMCluster Ready", []string{"operator", "node-*-agent"}, d.lvmCluster},
 		{"PVC + pod: provision, mount, write", provisioning, d.provision},
 		{"online expansion 1Gi -> 2Gi", []string{"csi-resizer", "operator", "node-*-agent", "node-*-kubelet"}, d.expand},
