@@ -128,7 +128,7 @@ const (
 func (d *demo) steps() []step {
 	provisioning := []string{"csi-provisioner", "operator", "kube-scheduler", "node-*-agent", "node-*-kubelet"}
 	return []step{
-		{"cluster up (2 nodes, 3 x 8 GiB disks each)", []string{"supervisor", "node-*-console", "node-*-guestbridge", "node-*-agent", "node-*-kubelet"}, d.up},
+		{fmt.Sprintf("cluster up (%d nodes, %d x %d GiB disks each)", d.o.Up.Nodes, d.o.Up.Disks, d.o.Up.DiskSize>>30), []string{"supervisor", "node-*-console", "node-*-guestbridge", "node-*-agent", "node-*-kubelet"}, d.up},
 		{"LVMCluster Ready", []string{"operator", "node-*-agent"}, d.lvmCluster},
 		{"PVC + pod: provision, mount, write", provisioning, d.provision},
 		{"online expansion 1Gi -> 2Gi", []string{"csi-resizer", "operator", "node-*-agent", "node-*-kubelet"}, d.expand},

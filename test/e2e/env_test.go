@@ -1,0 +1,259 @@
+//go:build e2e
+
+// Package e2e tests the storage flows a user relies on against the running dev cluster
+// (`lvms dev up`, KUBECONFIG pointing at it): placement by capacity, thick and thin device classes,
+// ext4, xfs and block volumes, expansion, snapshot and restore, deletion. hack/e2e.sh brings the
+// cluster up, runs `go test -tags e2e ./test/e2e/` and tears it down.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+)
+
+const (
+	operatorNS = "lvms-system"
+	// thickClass uses /dev/ubdb and /dev/ubdc of every node (2 x 8 GiB), thinClass /dev/ubda.
+	thickClass = "lvms-thick"
+	thinClass  = "lvms-thin"
+	mountPath  = "/data"
+	timeout    = 4 * time.Minute
+	// logTailAnnotation is where the dev-kubelet writes the last lines of a pod's output.
+	logTailAnnotation = "dev.lvms.io/log-tail"
+)
+
+// env is one test's access to the cluster, in a namespace of its own.
+type env struct {
+	t  *testing.T
+	c  client.Client
+	ns string
+}
+
+// newEnv connects, makes sure the e2e LVMCluster is Ready and creates a namespace for the test,
+// deleted at its end.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	kubeconfig := os.Getenv("KUBECONFIG")
+	if kubeconfig == "" {
+		t.Skip("KUBECONFIG is not set: run hack/e2e.sh")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("kubeconfig: %v", err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, lvmv1alpha1.AddToScheme, topolvmv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	e := &env{t: t, c: c, ns: "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))}
+	e.ensureLVMCluster()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}
+	if err := c.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", e.ns, err)
+	}
+	t.Cleanup(e.deleteNamespaceContent)
+	return e
+}
+
+func (e *env) ctx() context.Context { return e.t.Context() }
+
+// ensureLVMCluster creates the e2e LVMCluster (a thick and a thin device class on separate disks)
+// unless it exists, and waits until it is Ready.
+func (e *env) ensureLVMCluster() {
+	e.t.Helper()
+	want := &lvmv1alpha1.LVMCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e", Namespace: operatorNS},
+		Spec: lvmv1alpha1.LVMClusterSpec{Storage: lvmv1alpha1.Storage{DeviceClasses: []lvmv1alpha1.DeviceClass{
+			{Name: "thick", FilesystemType: lvmv1alpha1.FilesystemTypeExt4,
+				DeviceSelector: &lvmv1alpha1.DeviceSelector{Paths: []lvmv1alpha1.DevicePath{"/dev/ubdb", "/dev/ubdc"}}},
+			{Name: "thin", Default: true, FilesystemType: lvmv1alpha1.FilesystemTypeXFS,
+				DeviceSelector: &lvmv1alpha1.DeviceSelector{Paths: []lvmv1alpha1.DevicePath{"/dev/ubda"}},
+				ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{Name: "thin-pool-1", SizePercent: 90, OverprovisionRatio: 10}},
+		}}},
+	}
+	var all lvmv1alpha1.LVMClusterList
+	if err := e.c.List(e.ctx(), &all, client.InNamespace(operatorNS)); err != nil {
+		e.t.Fatalf("list LVMClusters: %v", err)
+	}
+	for _, c := range all.Items {
+		if c.Name != want.Name {
+			e.t.Fatalf("LVMCluster %s exists; the suite needs its own (thick on /dev/ubdb,/dev/ubdc, thin on /dev/ubda): run it on a fresh cluster (hack/e2e.sh)", c.Name)
+		}
+	}
+	var got lvmv1alpha1.LVMCluster
+	err := e.c.Get(e.ctx(), client.ObjectKeyFromObject(want), &got)
+	if apierrors.IsNotFound(err) {
+		err = e.c.Create(e.ctx(), want)
+	}
+	if err != nil {
+		e.t.Fatalf("LVMCluster e2e: %v", err)
+	}
+	e.waitFor("LVMCluster e2e Ready", func(ctx context.Context) (bool, string, error) {
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(want), &got); err != nil {
+			return false, "", err
+		}
+		return got.Status.State == lvmv1alpha1.LVMStatusReady, fmt.Sprintf("state %q", got.Status.State), nil
+	})
+}
+
+// waitFor polls cond until done; a timeout fails the test with the last thing cond saw.
+func (e *env) waitFor(what string, cond func(ctx context.Context) (bool, string, error)) {
+	e.t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(e.ctx(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		done, saw, err := cond(ctx)
+		last = saw
+		return done, err
+	})
+	if err != nil {
+		e.t.Fatalf("wait for %s (last seen: %s): %v", what, last, err)
+	}
+}
+
+// deleteNamespaceContent deletes the test's pods and claims and waits until their LVs are gone.
+func (e *env) deleteNamespaceContent() {
+	ctx := context.Background()
+	_ = e.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns))
+	_ = e.c.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(e.ns))
+	_ = e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})
+}
+
+// claim creates a PVC; block makes it volumeMode Block; source restores from a VolumeSnapshot.
+func (e *env) claim(name, class, size string, block bool, snapshot string) {
+	e.t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: new(class),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}
+	if block {
+		pvc.Spec.VolumeMode = new(corev1.PersistentVolumeBlock)
+	}
+	if snapshot != "" {
+		pvc.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: new("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: snapshot}
+	}
+	if err := e.c.Create(e.ctx(), pvc); err != nil {
+		e.t.Fatalf("create PVC %s: %v", name, err)
+	}
+}
+
+// pod runs script with the claim at mountPath (or, for a block claim, at /dev/xvda); onNode asks
+// the scheduler for a node.
+func (e *env) pod(name, claim string, block bool, onNode, script string) {
+	e.t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: new(int64(2)),
+			Containers:                    []corev1.Container{{Name: "main", Image: "none.invalid/e2e", Command: []string{"sh", "-c", script}}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
+		},
+	}
+	if block {
+		pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+	} else {
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: mountPath}}
+	}
+	if onNode != "" {
+		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: onNode}
+	}
+	if err := e.c.Create(e.ctx(), pod); err != nil {
+		e.t.Fatalf("create pod %s: %v", name, err)
+	}
+}
+
+// finished waits until the pod Succeeded and returns it with its output.
+func (e *env) finished(name string) (*corev1.Pod, string) {
+	e.t.Helper()
+	var pod corev1.Pod
+	e.waitFor("pod "+name+" Succeeded", func(ctx context.Context) (bool, string, error) {
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &pod); err != nil {
+			return false, "", err
+		}
+		if pod.Status.Phase == corev1.PodFailed {
+			return false, "", fmt.Errorf("pod %s failed: %s", name, output(&pod))
+		}
+		return pod.Status.Phase == corev1.PodSucceeded, fmt.Sprintf("phase %s: %s", pod.Status.Phase, pod.Status.Message), nil
+	})
+	return &pod, output(&pod)
+}
+
+func output(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.Message != "" {
+			return t.Message
+		}
+	}
+	return pod.Annotations[logTailAnnotation]
+}
+
+// volumeOf waits until the claim is Bound and returns its PV and LogicalVolume.
+func (e *env) volumeOf(claim string) (*corev1.PersistentVolume, *topolvmv1.LogicalVolume) {
+	e.t.Helper()
+	var pvc corev1.PersistentVolumeClaim
+	e.waitFor("PVC "+claim+" Bound", func(ctx context.Context) (bool, string, error) {
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: claim}, &pvc); err != nil {
+			return false, "", err
+		}
+		return pvc.Status.Phase == corev1.ClaimBound, string(pvc.Status.Phase), nil
+	})
+	var pv corev1.PersistentVolume
+	if err := e.c.Get(e.ctx(), client.ObjectKey{Name: pvc.Spec.VolumeName}, &pv); err != nil {
+		e.t.Fatalf("get PV %s: %v", pvc.Spec.VolumeName, err)
+	}
+	var lvs topolvmv1.LogicalVolumeList
+	if err := e.c.List(e.ctx(), &lvs); err != nil {
+		e.t.Fatalf("list LogicalVolumes: %v", err)
+	}
+	i := slices.IndexFunc(lvs.Items, func(lv topolvmv1.LogicalVolume) bool { return lv.Status.VolumeID == pv.Spec.CSI.VolumeHandle })
+	if i < 0 {
+		e.t.Fatalf("no LogicalVolume for PV %s (handle %s)", pv.Name, pv.Spec.CSI.VolumeHandle)
+	}
+	return &pv, &lvs.Items[i]
+}
+
+// lvs runs lvs on node in a pod and returns its output.
+func (e *env) lvs(node, name string) string {
+	e.t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "main", Image: "none.invalid/e2e",
+				Command: []string{"lvs", "--noheadings", "-o", "lv_name,vg_name,lv_size,lv_attr"}}}},
+	}
+	if err := e.c.Create(e.ctx(), pod); err != nil {
+		e.t.Fatalf("create pod %s: %v", name, err)
+	}
+	_, out := e.finished(name)
+	return out
+}

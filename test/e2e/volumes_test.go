@@ -1,0 +1,256 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// writeScript writes a file into the mount, reads it back and prints the mount's filesystem type.
+const writeScript = `set -e; echo e2e-data > /data/f; sync; echo "read=$(cat /data/f)"; awk '$2=="/data"{print "fstype="$3}' /proc/mounts`
+
+func TestCapacityPlacement(t *testing.T) {
+	e := newEnv(t)
+	// Each node has about 16 GiB in the thick VG: one 10 GiB claim fits per node.
+	e.claim("big-1", thickClass, "10Gi", false, "")
+	e.pod("use-1", "big-1", false, "", "echo ok")
+	first, _ := e.finished("use-1")
+	e.claim("big-2", thickClass, "10Gi", false, "")
+	e.pod("use-2", "big-2", false, "", "echo ok")
+	second, _ := e.finished("use-2")
+	if first.Spec.NodeName == second.Spec.NodeName {
+		t.Fatalf("both 10Gi claims landed on %s, which cannot hold 20Gi", first.Spec.NodeName)
+	}
+	_, lv := e.volumeOf("big-2")
+	if lv.Spec.NodeName != second.Spec.NodeName {
+		t.Fatalf("LV of big-2 on %s, its pod on %s", lv.Spec.NodeName, second.Spec.NodeName)
+	}
+	e.claim("big-3", thickClass, "10Gi", false, "")
+	e.pod("use-3", "big-3", false, "", "echo ok")
+	e.waitFor("a FailedScheduling event about storage for use-3", func(ctx context.Context) (bool, string, error) {
+		var events corev1.EventList
+		if err := e.c.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, ev := range events.Items {
+			if ev.InvolvedObject.Name != "use-3" {
+				continue
+			}
+			seen = append(seen, ev.Reason+": "+ev.Message)
+			if ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, "storage") {
+				return true, "", nil
+			}
+		}
+		return false, strings.Join(seen, "; "), nil
+	})
+	var pvc corev1.PersistentVolumeClaim
+	if err := e.c.Get(e.ctx(), client.ObjectKey{Namespace: e.ns, Name: "big-3"}, &pvc); err != nil {
+		t.Fatal(err)
+	}
+	if pvc.Status.Phase != corev1.ClaimPending {
+		t.Fatalf("big-3 is %s; it fits on no node and must stay Pending", pvc.Status.Phase)
+	}
+}
+
+func TestVolumeModes(t *testing.T) {
+	e := newEnv(t)
+	e.storageClass("e2e-thin-ext4", "thin", "ext4")
+	e.storageClass("e2e-thick-xfs", "thick", "xfs")
+	tests := []struct {
+		name, class, fstype string
+		thin, block         bool
+	}{
+		{"thin-xfs", thinClass, "xfs", true, false},
+		{"thin-ext4", "e2e-thin-ext4", "ext4", true, false},
+		{"thick-ext4", thickClass, "ext4", false, false},
+		{"thick-xfs", "e2e-thick-xfs", "xfs", false, false},
+		{"thin-block", thinClass, "", true, true},
+		{"thick-block", thickClass, "", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := e.sub(t)
+			e.claim(tt.name, tt.class, "1Gi", tt.block, "")
+			script := writeScript
+			if tt.block {
+				script = "set -e; printf block-data | dd of=/dev/xvda conv=notrunc 2>/dev/null; echo \"read=$(head -c 10 /dev/xvda)\""
+			}
+			e.pod("w-"+tt.name, tt.name, tt.block, "", script)
+			pod, out := e.finished("w-" + tt.name)
+			want := "read=e2e-data"
+			if tt.block {
+				want = "read=block-data"
+			}
+			if !strings.Contains(out, want) {
+				t.Fatalf("pod output %q lacks %q", out, want)
+			}
+			if tt.fstype != "" && !strings.Contains(out, "fstype="+tt.fstype) {
+				t.Fatalf("pod output %q: the mount is not %s", out, tt.fstype)
+			}
+			pv, lv := e.volumeOf(tt.name)
+			lvs := e.lvs(pod.Spec.NodeName, "lvs-"+tt.name)
+			attr := lvAttr(lvs, pv.Spec.CSI.VolumeHandle)
+			if attr == "" {
+				t.Fatalf("LV %s (LogicalVolume %s) not in lvs on %s:\n%s", pv.Spec.CSI.VolumeHandle, lv.Name, pod.Spec.NodeName, lvs)
+			}
+			if thin := attr[0] == 'V'; thin != tt.thin {
+				t.Fatalf("LV %s has attr %s; thin volume wanted: %t", pv.Spec.CSI.VolumeHandle, attr, tt.thin)
+			}
+		})
+	}
+}
+
+// lvAttr is the lv_attr of the LV in `lvs --noheadings -o lv_name,vg_name,lv_size,lv_attr` output.
+func lvAttr(lvs, name string) string {
+	for line := range strings.SplitSeq(lvs, "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == name {
+			return f[3]
+		}
+	}
+	return ""
+}
+
+// sub is the env for a subtest: same namespace, the subtest's failures.
+func (e *env) sub(t *testing.T) *env { return &env{t: t, c: e.c, ns: e.ns} }
+
+// storageClass creates a StorageClass of the driver with another filesystem, deleted at the end.
+func (e *env) storageClass(name, deviceClass, fstype string) {
+	e.t.Helper()
+	sc := &storagev1.StorageClass{
+		ObjectMeta:           metav1.ObjectMeta{Name: name},
+		Provisioner:          "topolvm.io",
+		Parameters:           map[string]string{"topolvm.io/device-class": deviceClass, "csi.storage.k8s.io/fstype": fstype},
+		VolumeBindingMode:    new(storagev1.VolumeBindingWaitForFirstConsumer),
+		AllowVolumeExpansion: new(true),
+	}
+	if err := e.c.Create(e.ctx(), sc); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatalf("create StorageClass %s: %v", name, err)
+	}
+	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), sc) })
+}
+
+func TestExpansion(t *testing.T) {
+	e := newEnv(t)
+	for _, class := range []string{thinClass, thickClass} {
+		t.Run(class, func(t *testing.T) {
+			e := e.sub(t)
+			name := "grow-" + strings.TrimPrefix(class, "lvms-")
+			e.claim(name, class, "1Gi", false, "")
+			script := `prev=; while true; do cur=$(df -k /data | tail -n 1); [ "$cur" != "$prev" ] && echo "df: $cur"; prev=$cur; sleep 1; done`
+			e.pod(name, name, false, "", script)
+			e.volumeOf(name)
+			var pvc corev1.PersistentVolumeClaim
+			key := client.ObjectKey{Namespace: e.ns, Name: name}
+			if err := e.c.Get(e.ctx(), key, &pvc); err != nil {
+				t.Fatal(err)
+			}
+			patch := client.MergeFrom(pvc.DeepCopy())
+			two := resource.MustParse("2Gi")
+			pvc.Spec.Resources.Requests[corev1.ResourceStorage] = two
+			if err := e.c.Patch(e.ctx(), &pvc, patch); err != nil {
+				t.Fatal(err)
+			}
+			e.waitFor("PVC capacity 2Gi and df in the pod above 1.5 GiB", func(ctx context.Context) (bool, string, error) {
+				var pod corev1.Pod
+				if err := e.c.Get(ctx, key, &pvc); err != nil {
+					return false, "", err
+				}
+				if err := e.c.Get(ctx, key, &pod); err != nil {
+					return false, "", err
+				}
+				got := pvc.Status.Capacity[corev1.ResourceStorage]
+				kib := lastDF(output(&pod))
+				return got.Cmp(two) >= 0 && kib > 3<<19, fmt.Sprintf("PVC %s, df %d KiB", got.String(), kib), nil
+			})
+		})
+	}
+}
+
+// lastDF is the 1K-blocks column of the last "df:" line.
+func lastDF(out string) int64 {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if f := strings.Fields(lines[i]); len(f) >= 3 && f[0] == "df:" {
+			n, _ := strconv.ParseInt(f[2], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func TestSnapshotRestore(t *testing.T) {
+	e := newEnv(t)
+	e.claim("src", thinClass, "1Gi", false, "")
+	e.pod("writer", "src", false, "", writeScript)
+	writer, _ := e.finished("writer")
+	snap := &unstructured.Unstructured{}
+	snap.SetGroupVersionKind(schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"})
+	snap.SetNamespace(e.ns)
+	snap.SetName("snap")
+	snap.Object["spec"] = map[string]any{"volumeSnapshotClassName": thinClass, "source": map[string]any{"persistentVolumeClaimName": "src"}}
+	if err := e.c.Create(e.ctx(), snap); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("VolumeSnapshot readyToUse", func(ctx context.Context) (bool, string, error) {
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(snap), snap); err != nil {
+			return false, "", err
+		}
+		ready, _, _ := unstructured.NestedBool(snap.Object, "status", "readyToUse")
+		st, _, _ := unstructured.NestedMap(snap.Object, "status")
+		return ready, fmt.Sprint(st), nil
+	})
+	// Overwrite the source: the restore must show the data of the snapshot's time.
+	e.pod("overwrite", "src", false, writer.Spec.NodeName, "echo changed > /data/f")
+	e.finished("overwrite")
+	e.claim("restored", thinClass, "1Gi", false, "snap")
+	e.pod("reader", "restored", false, writer.Spec.NodeName, "cat /data/f")
+	reader, out := e.finished("reader")
+	if strings.TrimSpace(out) != "e2e-data" {
+		t.Fatalf("restored volume holds %q, want e2e-data", out)
+	}
+	if reader.Spec.NodeName != writer.Spec.NodeName {
+		t.Fatalf("restore on %s, source on %s", reader.Spec.NodeName, writer.Spec.NodeName)
+	}
+}
+
+func TestDeletionRemovesLV(t *testing.T) {
+	e := newEnv(t)
+	e.claim("gone", thinClass, "1Gi", false, "")
+	e.pod("user", "gone", false, "", writeScript)
+	pod, _ := e.finished("user")
+	pv, lv := e.volumeOf("gone")
+	id := pv.Spec.CSI.VolumeHandle
+	if lvAttr(e.lvs(pod.Spec.NodeName, "lvs-before"), id) == "" {
+		t.Fatalf("LV %s is not on node %s", id, pod.Spec.NodeName)
+	}
+	if err := e.c.Delete(e.ctx(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Delete(e.ctx(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: e.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("LogicalVolume "+lv.Name+" gone", func(ctx context.Context) (bool, string, error) {
+		err := e.c.Get(ctx, client.ObjectKeyFromObject(lv), lv)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("finalizers %v", lv.Finalizers), err
+	})
+	if out := e.lvs(pod.Spec.NodeName, "lvs-after"); lvAttr(out, id) != "" {
+		t.Fatalf("LV %s is still on node %s:\n%s", id, pod.Spec.NodeName, out)
+	}
+}
