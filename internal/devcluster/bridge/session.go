@@ -42,6 +42,10 @@ type Options struct {
 	DialTimeout time.Duration
 	// HandshakeTimeout bounds a stream's header exchange; DefaultHandshakeTimeout when 0.
 	HandshakeTimeout time.Duration
+	// LineWindow caps the bytes this side has sent over the line that the other side has not
+	// consumed yet; DefaultLineWindow when 0, at most 65535. It keeps a guest tty's buffers from
+	// filling up: UML's serial line stops delivering when they do.
+	LineWindow int
 }
 
 // Session is one side of a running bridge.
@@ -89,7 +93,7 @@ func (o Options) validate() (map[string]bool, error) {
 // start runs yamux over an established line and starts serving; on error it closes line.
 func start(line io.ReadWriteCloser, server bool, allow map[string]bool, opts Options) (*Session, error) {
 	s := &Session{
-		line:        &recordingConn{ReadWriteCloser: line},
+		line:        &recordingConn{ReadWriteCloser: newCreditConn(line, opts.LineWindow)},
 		log:         opts.Log,
 		allow:       allow,
 		dialTimeout: opts.DialTimeout,
@@ -116,7 +120,7 @@ func start(line io.ReadWriteCloser, server bool, allow map[string]bool, opts Opt
 		s.mux, err = yamux.Client(s.line, cfg)
 	}
 	if err != nil {
-		_ = line.Close()
+		_ = s.line.Close()
 		return nil, fmt.Errorf("start yamux: %w", err)
 	}
 	s.wg.Add(1)

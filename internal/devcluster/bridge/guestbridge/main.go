@@ -54,6 +54,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.ready, "ready", "", "file to create once the bridge is up")
 	fs.DurationVar(&c.wait, "wait", 5*time.Minute, "how long to wait for the host to answer")
 	fs.IntVar(&c.verbosity, "v", 0, "log verbosity (1 logs every connection)")
+	fs.IntVar(&c.opts.LineWindow, "line-window", 0, "bytes in flight to the host (0: bridge.DefaultLineWindow)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
