@@ -25,10 +25,8 @@ func (w logWriter) Write(p []byte) (int, error) {
 // TestDevClusterUpDown brings up a one-node dev cluster, checks that the node is Ready and its
 // CSINode exists, brings it down and checks that nothing is left. Each phase is timed.
 func TestDevClusterUpDown(t *testing.T) {
-	// Not yet part of make test: guest nodes cannot join while the serial bridge stalls in UML
-	// (docs/dev-cluster.md). Run it by hand with LVMS_DEVCLUSTER_TESTS=1.
-	if os.Getenv("LVMS_DEVCLUSTER_TESTS") != "1" {
-		t.Skip("boots a User-mode Linux guest and a control plane; set LVMS_DEVCLUSTER_TESTS=1")
+	if os.Getenv("LVMS_UML_TESTS") != "1" {
+		t.Skip("boots a User-mode Linux guest and a control plane; set LVMS_UML_TESTS=1 (hack/test-lvm.sh does)")
 	}
 	if _, err := exec.LookPath("linux.uml"); err != nil {
 		t.Fatalf("linux.uml not installed; run hack/uml-deps.sh: %v", err)
