@@ -46,6 +46,7 @@ func newDevDemoCommand() *cobra.Command {
 	fl.BoolVar(&o.Keep, "keep", os.Getenv("KEEP") == "1", "leave the cluster running at the end (default from KEEP=1)")
 	fl.StringVar(&o.Namespace, "namespace", "default", "namespace of the demo's PVCs, pods and snapshot")
 	fl.StringVar(&o.Sample, "sample", "", "LVMCluster manifest (default: <repo>/config/samples/lvm_v1alpha1_lvmcluster.yaml)")
+	fl.StringVar(&o.AccessMode, "access-mode", "ReadWriteOnce", "access mode of the demo's claims (ReadWriteOnce, ReadWriteOncePod)")
 	fl.DurationVar(&o.StepTimeout, "step-timeout", 3*time.Minute, "bound of each wait in the flow")
 	fl.IntVar(&o.Up.Nodes, "nodes", 2, "guest nodes when the demo starts the cluster")
 	fl.IntVar(&o.Up.Disks, "disks", 3, "sparse disks per node")

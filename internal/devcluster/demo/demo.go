@@ -17,6 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/lvm-operator/lvm-operator/internal/devcluster"
 )
 
@@ -32,6 +34,8 @@ type Options struct {
 	Namespace string
 	// Sample is the LVMCluster manifest (config/samples/lvm_v1alpha1_lvmcluster.yaml).
 	Sample string
+	// AccessMode of the demo's claims (ReadWriteOnce when empty).
+	AccessMode string
 	// StepTimeout bounds each wait of the flow.
 	StepTimeout time.Duration
 	// Out receives progress.
@@ -77,6 +81,9 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	if o.Namespace == "" {
 		o.Namespace = "default"
+	}
+	if o.AccessMode == "" {
+		o.AccessMode = "ReadWriteOnce"
 	}
 	if o.StepTimeout == 0 {
 		o.StepTimeout = 3 * time.Minute
@@ -175,6 +182,9 @@ func (d *demo) up(ctx context.Context) error {
 
 func (d *demo) connect(ctx context.Context) error {
 	k, err := newKube(d.l.Kubeconfig(), d.o.Namespace, d.o.StepTimeout, d.out)
+	if err == nil {
+		k.accessMode = corev1.PersistentVolumeAccessMode(d.o.AccessMode)
+	}
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,8 @@ type kube struct {
 	ns      string
 	timeout time.Duration
 	out     io.Writer
+	// accessMode is the demo claims' access mode.
+	accessMode corev1.PersistentVolumeAccessMode
 }
 
 func newKube(kubeconfig, ns string, timeout time.Duration, out io.Writer) (*kube, error) {
@@ -60,7 +62,9 @@ func (k *kube) waitFor(ctx context.Context, what string, cond func(ctx context.C
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, k.timeout, true, func(ctx context.Context) (bool, error) {
 		done, saw, err := cond(ctx)
-		last = saw
+		if saw != "" {
+			last = saw
+		}
 		return done, err
 	})
 	if err != nil {

@@ -26,7 +26,7 @@ func (k *kube) createClaim(ctx context.Context, name, size string, source *corev
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.ns},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			StorageClassName: new(storageClass),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			AccessModes:      []corev1.PersistentVolumeAccessMode{k.accessMode},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceStorage: resource.MustParse(size)}},
 			DataSourceRef: source,
