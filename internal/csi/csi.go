@@ -54,8 +54,11 @@ func CapacityAnnotation(deviceClass string) string {
 var ErrInvalidCapability = errors.New("unsupported volume capability")
 
 // ValidateCapabilities checks that caps is not empty and that every capability uses a supported access
-// mode (SINGLE_NODE_WRITER or SINGLE_NODE_SINGLE_WRITER), a supported access type and, for mounts, a
-// supported filesystem.
+// mode (one node: SINGLE_NODE_WRITER, SINGLE_NODE_MULTI_WRITER or SINGLE_NODE_SINGLE_WRITER), a
+// supported access type and, for mounts, a supported filesystem. Because the driver advertises
+// SINGLE_NODE_MULTI_WRITER (the CSI spec requires it before SINGLE_NODE_SINGLE_WRITER may be used),
+// the external-provisioner and kubelet pass ReadWriteOnce as SINGLE_NODE_MULTI_WRITER: refusing it
+// would refuse every ReadWriteOnce claim.
 func ValidateCapabilities(caps []*spec.VolumeCapability) error {
 	if len(caps) == 0 {
 		return fmt.Errorf("%w: no volume capabilities given", ErrInvalidCapability)
@@ -75,9 +78,10 @@ func ValidateCapability(c *spec.VolumeCapability) error {
 	}
 	switch m := c.GetAccessMode().GetMode(); m {
 	case spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
+		spec.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER,
 		spec.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER:
 	default:
-		return fmt.Errorf("%w: access mode %s (only SINGLE_NODE_WRITER and SINGLE_NODE_SINGLE_WRITER)",
+		return fmt.Errorf("%w: access mode %s (a volume is on one node: only single-node access modes)",
 			ErrInvalidCapability, m)
 	}
 	switch {
