@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -67,6 +68,33 @@ func (d *demo) lvmCluster(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(d.out, "LVMCluster state %s: %s\n", got.Status.State, vgSummary(&got))
+	return d.waitCapacity(ctx)
+}
+
+// waitCapacity waits until every Ready node has a CSIStorageCapacity above zero for the demo's
+// class: before that the scheduler finds no node with enough free storage and parks the pod.
+func (d *demo) waitCapacity(ctx context.Context) error {
+	nodes, err := d.k.readyNodes(ctx)
+	if err != nil {
+		return err
+	}
+	err = d.k.waitFor(ctx, "CSIStorageCapacity of "+storageClass+" on every node", func(ctx context.Context) (bool, string, error) {
+		var list storagev1.CSIStorageCapacityList
+		if err := d.k.c.List(ctx, &list); err != nil {
+			return false, "", fmt.Errorf("list CSIStorageCapacity: %w", err)
+		}
+		var seen []string
+		for _, c := range list.Items {
+			if c.StorageClassName == storageClass && c.Capacity != nil && !c.Capacity.IsZero() {
+				seen = append(seen, c.Name+"="+c.Capacity.String())
+			}
+		}
+		return len(seen) >= len(nodes), "capacity " + strings.Join(seen, ", "), nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "storage capacity of %s published for %d node(s)\n", storageClass, len(nodes))
 	return nil
 }
 
