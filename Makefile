@@ -18,6 +18,7 @@ help: ## Show this help.
 
 .PHONY: demo
 demo: ## Bring up a local cluster on real lvm2 and walk a PVC through its life (KEEP=1 leaves it up; docs/demo.md).
+	bash hack/uml-deps.sh
 	KEEP=$(KEEP) go run ./cmd/lvms dev demo
 
 ##@ Build
@@ -52,6 +53,7 @@ lint: ## Run golangci-lint (built once into the cache).
 
 .PHONY: test
 test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity on real lvm2, verify. Installs what it needs.
+	$(MAKE) tools
 	$(MAKE) test-unit
 	$(MAKE) test-lvm
 	$(MAKE) sanity
@@ -74,6 +76,13 @@ sanity: ## csi-sanity (built from the module proxy) against the real stack on re
 .PHONY: bench
 bench: ## Benchmarks (performance is measured here, never in timed unit tests).
 	go test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: tools
+tools: ## Install and build every tool the tests use (apt packages, kube binaries, CSI tools, linter); cached.
+	bash hack/uml-deps.sh
+	bash hack/kube-assets.sh >/dev/null
+	bash hack/csi-tools.sh >/dev/null
+	bash hack/golangci-lint.sh >/dev/null
 
 .PHONY: kube-assets
 kube-assets: ## Build the pinned kube-apiserver, etcd, kubectl, kube-scheduler, kube-controller-manager.
