@@ -44,6 +44,7 @@ func run(m *testing.M) int {
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start envtest: %v\n", err)
+		_ = env.Stop() // a failed CRD install leaves etcd and the apiserver running otherwise
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
