@@ -6,13 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/agent"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 )
@@ -61,16 +58,11 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if err != nil {
 		return err
 	}
-	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{f.namespace: {}}}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.probeAddr,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&lvmv1alpha1.LVMVolumeGroup{}:           inNamespace,
-			&lvmv1alpha1.LVMVolumeGroupNodeStatus{}: inNamespace,
-			&lvmv1alpha1.LVMCluster{}:               inNamespace,
-		}},
+		Cache:                  namespacedCache(f.namespace),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

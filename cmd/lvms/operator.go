@@ -102,7 +102,6 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	if err != nil {
 		return err
 	}
-	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{f.namespace: {}}}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.metricsAddr != "0"},
@@ -110,12 +109,7 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 		LeaderElection:         f.leaderElect,
 		LeaderElectionID:       "lvms-operator.lvm.topolvm.io",
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir}),
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&appsv1.DaemonSet{}:                     inNamespace,
-			&lvmv1alpha1.LVMVolumeGroup{}:           inNamespace,
-			&lvmv1alpha1.LVMVolumeGroupNodeStatus{}: inNamespace,
-			&lvmv1alpha1.LVMCluster{}:               inNamespace,
-		}},
+		Cache:                  namespacedCache(f.namespace, &appsv1.DaemonSet{}),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -182,4 +176,19 @@ func setupWebhookCerts(mgr ctrl.Manager, f operatorFlags) (<-chan struct{}, erro
 	default:
 		return nil, fmt.Errorf("--webhook-cert-mode %q: use self or external", f.webhookCertMode)
 	}
+}
+
+// namespacedCache limits the manager's cache of the LVM objects that live in the operator namespace
+// (and of extra kinds) to that namespace; everything else is cached cluster-wide.
+func namespacedCache(namespace string, extra ...client.Object) cache.Options {
+	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
+	byObject := map[client.Object]cache.ByObject{
+		&lvmv1alpha1.LVMVolumeGroup{}:           inNamespace,
+		&lvmv1alpha1.LVMVolumeGroupNodeStatus{}: inNamespace,
+		&lvmv1alpha1.LVMCluster{}:               inNamespace,
+	}
+	for _, o := range extra {
+		byObject[o] = inNamespace
+	}
+	return cache.Options{ByObject: byObject}
 }
