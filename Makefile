@@ -52,11 +52,12 @@ lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./...
 
 .PHONY: test
-test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity on real lvm2, verify. Installs what it needs.
+test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, verify. Installs what it needs.
 	$(MAKE) tools
 	$(MAKE) test-unit
 	$(MAKE) test-lvm
 	$(MAKE) sanity
+	$(MAKE) e2e
 	$(MAKE) verify
 	@echo "make test: all passed"
 
@@ -72,6 +73,11 @@ test-lvm: ## Host-layer tests against real lvm2 + device-mapper in User-mode Lin
 .PHONY: sanity
 sanity: ## csi-sanity (built from the module proxy) against the real stack on real lvm2 in a UML guest.
 	bash hack/sanity.sh
+
+.PHONY: e2e
+e2e: ## End-to-end suite on a fresh 2-node dev cluster (lvms dev up), torn down after (E2E_RUN=regexp, E2E_KEEP=1).
+	bash hack/uml-deps.sh
+	bash hack/e2e.sh
 
 .PHONY: bench
 bench: ## Benchmarks (performance is measured here, never in timed unit tests).

@@ -4,28 +4,36 @@
 #
 # Environment: E2E_STATE_DIR (default: a directory under ${XDG_CACHE_HOME:-~/.cache}/lvms/e2e-cluster)
 # is the cluster's state directory; E2E_TIMEOUT (default 30m) bounds go test; E2E_RUN is passed as
-# -run; E2E_KEEP=1 leaves the cluster up and prints how to reach it. Exits with go test's status.
+# -run; E2E_KEEP=1 leaves the cluster up and prints how to reach it. Fails when go test fails or
+# when anything of the cluster (process, guest, mount, listener) is left after lvms dev down.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 STATE="${E2E_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms/e2e-cluster}"
-LVMS="$(mktemp -d)/lvms"
+BIN="$(mktemp -d)"
+LVMS="${BIN}/lvms"
 log() { echo "e2e: $*" >&2; }
 
-go build -o "${LVMS}" ./cmd/lvms
-down() {
+# finish tears the cluster down (unless E2E_KEEP=1) and turns anything left of it into a failure.
+finish() {
+	local rc=$?
 	if [[ "${E2E_KEEP:-}" == 1 ]]; then
 		log "cluster kept: export KUBECONFIG=${STATE}/kubeconfig; stop it with ${LVMS} dev down --state-dir ${STATE}"
-		return
+		exit "${rc}"
 	fi
 	"${LVMS}" dev down --state-dir "${STATE}" >&2 || true
-	"${LVMS}" dev status --state-dir "${STATE}" --check-clean >&2 || log "WARNING: something of the cluster is left"
+	if ! "${LVMS}" dev status --state-dir "${STATE}" --check-clean >&2; then
+		log "FAIL: something of the dev cluster is left after lvms dev down"
+		rc=1
+	fi
+	rm -rf "${BIN}"
+	if [[ ${rc} -eq 0 ]]; then log PASS; else log "FAIL (logs: ${STATE}/logs)"; fi
+	exit "${rc}"
 }
-trap down EXIT
 
+go build -o "${LVMS}" ./cmd/lvms
+go test -tags e2e -c -o "${BIN}/e2e.test" ./test/e2e/
+trap finish EXIT
 "${LVMS}" dev up --state-dir "${STATE}" --nodes 2 --disks 3 --disk-size 8 >&2
-rc=0
-KUBECONFIG="${STATE}/kubeconfig" go test -tags e2e -count=1 -v -timeout "${E2E_TIMEOUT:-30m}" \
-	${E2E_RUN:+-run "${E2E_RUN}"} ./test/e2e/ || rc=$?
-if [[ ${rc} -eq 0 ]]; then log PASS; else log "FAIL (logs: ${STATE}/logs)"; fi
-exit "${rc}"
+KUBECONFIG="${STATE}/kubeconfig" "${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-30m}" \
+	${E2E_RUN:+-test.run "${E2E_RUN}"}

@@ -51,6 +51,7 @@ fi
 echo "verify: go vet" >&2
 go vet ./... || fail=1
 go vet -tags guest ./... || fail=1
+go vet -tags e2e ./test/e2e/ || fail=1
 
 echo "verify: golangci-lint" >&2
 lint="$(bash hack/golangci-lint.sh | tail -1)"

@@ -28,18 +28,33 @@ done
 log "bridge up"
 
 export KUBECONFIG="$GUEST_KUBECONFIG"
-"$LVMS" node --nsenter=false --node-name="$NODE_NAME" --namespace=lvms-system \
-	--csi-socket=/run/lvms/csi.sock --registration-socket= \
-	--metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:9808 \
-	>>"$LOG_DIR/$LOG_PREFIX-agent.log" 2>&1 &
-agent=$!
+start_agent() {
+	"$LVMS" node --nsenter=false --node-name="$NODE_NAME" --namespace=lvms-system \
+		--csi-socket=/run/lvms/csi.sock --registration-socket= \
+		--metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:9808 \
+		>>"$LOG_DIR/$LOG_PREFIX-agent.log" 2>&1 &
+	agent=$!
+	agent_started=$(date +%s)
+}
+start_agent
 "$LVMS" dev-kubelet --node-name="$NODE_NAME" --kubeconfig="$GUEST_KUBECONFIG" \
 	--csi-socket=/run/lvms/csi.sock >>"$LOG_DIR/$LOG_PREFIX-kubelet.log" 2>&1 &
 kubelet=$!
 log "node agent pid $agent, dev-kubelet pid $kubelet"
 
 trap 'kill "$agent" "$kubelet" "$bridge" 2>/dev/null; wait; exit 0' TERM INT
-while kill -0 "$agent" 2>/dev/null && kill -0 "$kubelet" 2>/dev/null && kill -0 "$bridge" 2>/dev/null; do
+# Like a kubelet restarting a crashed DaemonSet pod, a node agent that ends is started again; one
+# that ends within 10 s of its start three times in a row is broken, and the node goes down.
+quick_exits=0
+while kill -0 "$kubelet" 2>/dev/null && kill -0 "$bridge" 2>/dev/null; do
+	if ! kill -0 "$agent" 2>/dev/null; then
+		wait "$agent"
+		rc=$?
+		if [ $(($(date +%s) - agent_started)) -lt 10 ]; then quick_exits=$((quick_exits + 1)); else quick_exits=0; fi
+		[ "$quick_exits" -ge 3 ] && break
+		log "node agent exited with status $rc; restarting it"
+		start_agent
+	fi
 	sleep 1
 done
 for p in agent:$agent kubelet:$kubelet guestbridge:$bridge; do

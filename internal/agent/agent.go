@@ -75,11 +75,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 	if o.NodeName == "" || o.Executor == nil || o.CSIEndpoint == "" {
 		return nil, errors.New("node agent: NodeName, Executor and CSIEndpoint are required")
 	}
-	cfg := o.StaticConfig
-	if cfg == nil {
-		cfg = &lvmd.Config{}
-	}
-	classes, err := lvmd.NewDeviceClassManager(cfg)
+	classes, err := lvmd.NewDeviceClassManager(o.StaticConfig)
 	if err != nil {
 		return nil, fmt.Errorf("device classes: %w", err)
 	}

@@ -22,6 +22,10 @@ type Config struct {
 	// LVCreateOptionClasses are named sets of lvcreate options a request
 	// may select instead of its class's options.
 	LVCreateOptionClasses []LVCreateOptionClass `json:"lvcreate-option-classes,omitempty"`
+
+	// pending marks the placeholder of a DeviceClassManager that has not been given its classes
+	// yet: lookups answer ErrNotReady (retry), not ErrUnknownDeviceClass (give up).
+	pending bool
 }
 
 // DeviceClassType is the kind of LVs a class holds.
@@ -269,6 +273,9 @@ func (dc *DeviceClass) validateRAID() []error {
 // DeviceClass returns the class named name, or the default class when name
 // is empty.
 func (c *Config) DeviceClass(name string) (*DeviceClass, error) {
+	if c.pending {
+		return nil, ErrClassesPending
+	}
 	for i := range c.DeviceClasses {
 		dc := &c.DeviceClasses[i]
 		if dc.Name == name || (name == "" && dc.Default) {

@@ -103,3 +103,37 @@ func TestConfigLookups(t *testing.T) {
 		t.Errorf("no default class error = %v", err)
 	}
 }
+
+// A manager made without classes (the node agent's, before its volume-group controller has fed
+// it) answers lookups with ErrNotReady, which callers retry; once fed, an unknown class is
+// ErrUnknownDeviceClass, which they do not.
+func TestPendingDeviceClassManager(t *testing.T) {
+	m, err := lvmd.NewDeviceClassManager(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"thin", ""} {
+		_, err := m.DeviceClass(name)
+		if !errors.Is(err, lvmd.ErrClassesPending) || !errors.Is(err, lvmd.ErrNotReady) || errors.Is(err, lvmd.ErrUnknownDeviceClass) {
+			t.Fatalf("DeviceClass(%q) before the first Replace: %v, want ErrNotReady", name, err)
+		}
+	}
+	if n := len(m.Config().DeviceClasses); n != 0 {
+		t.Fatalf("pending manager lists %d classes", n)
+	}
+	if err := m.Replace(&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{{Name: "thick", VolumeGroup: "thick", Default: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.DeviceClass("thick"); err != nil {
+		t.Fatalf("DeviceClass(thick) after Replace: %v", err)
+	}
+	if _, err := m.DeviceClass("thin"); !errors.Is(err, lvmd.ErrUnknownDeviceClass) {
+		t.Fatalf("DeviceClass(thin) after Replace: %v, want ErrUnknownDeviceClass", err)
+	}
+	if err := m.Replace(&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.DeviceClass("thick"); !errors.Is(err, lvmd.ErrUnknownDeviceClass) {
+		t.Fatalf("DeviceClass(thick) after replacing with no classes: %v, want ErrUnknownDeviceClass", err)
+	}
+}

@@ -19,9 +19,18 @@ type DeviceClassManager struct {
 }
 
 // NewDeviceClassManager validates cfg and returns a manager holding a copy
-// of it.
+// of it. A nil cfg makes a manager whose classes come later (the node
+// agent's, fed by its volume-group controller): until the first Replace it
+// lists no class and answers every lookup with ErrNotReady, so a volume
+// asked for before the classes are known is retried instead of refused.
 func NewDeviceClassManager(cfg *Config) (*DeviceClassManager, error) {
 	m := &DeviceClassManager{notifier: newNotifier[*Config](nil)}
+	if cfg == nil {
+		pending := &Config{DeviceClasses: []DeviceClass{}, pending: true}
+		m.cfg.Store(pending)
+		m.notifier.publish(pending)
+		return m, nil
+	}
 	if err := m.Replace(cfg); err != nil {
 		return nil, err
 	}

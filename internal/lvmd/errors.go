@@ -31,6 +31,10 @@ var (
 	ErrInUse = errors.New("in use")
 	// ErrNotReady: the device class's VG or thin pool does not exist (yet).
 	ErrNotReady = errors.New("device class not ready")
+	// ErrClassesPending (also ErrNotReady): the device classes themselves
+	// are not known yet (a node agent that has just started), so nothing can
+	// be said about any LV: not even that it does not exist.
+	ErrClassesPending = fmt.Errorf("%w: the device classes of this node are not loaded yet", ErrNotReady)
 )
 
 // lvmError maps an internal/lvm error to the service's sentinels, keeping

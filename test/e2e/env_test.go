@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,6 +25,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
@@ -39,6 +41,9 @@ const (
 	// logTailAnnotation is where the dev-kubelet writes the last lines of a pod's output.
 	logTailAnnotation = "dev.lvms.io/log-tail"
 )
+
+// The suite's client logs nothing of its own; failures are reported through t.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // env is one test's access to the cluster, in a namespace of its own.
 type env struct {
@@ -71,10 +76,18 @@ func newEnv(t *testing.T) *env {
 	}
 	e := &env{t: t, c: c, ns: "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))}
 	e.ensureLVMCluster()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}
-	if err := c.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create namespace %s: %v", e.ns, err)
-	}
+	// A namespace of an earlier run on a kept cluster may still be terminating: wait it out.
+	e.waitFor("namespace "+e.ns, func(ctx context.Context) (bool, string, error) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}
+		err := c.Create(ctx, ns)
+		if apierrors.IsAlreadyExists(err) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {
+				return false, "", client.IgnoreNotFound(err)
+			}
+			return ns.DeletionTimestamp == nil, "namespace terminating", nil
+		}
+		return err == nil, "", err
+	})
 	t.Cleanup(e.deleteNamespaceContent)
 	return e
 }
@@ -142,11 +155,24 @@ func (e *env) deleteNamespaceContent() {
 	_ = e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})
 }
 
-// claim creates a PVC; block makes it volumeMode Block; source restores from a VolumeSnapshot.
+// claim creates a ReadWriteOnce PVC; block makes it volumeMode Block; snapshot restores it from a
+// VolumeSnapshot.
 func (e *env) claim(name, class, size string, block bool, snapshot string) {
 	e.t.Helper()
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+	pvc := newClaim(name, class, size)
+	if block {
+		pvc.Spec.VolumeMode = new(corev1.PersistentVolumeBlock)
+	}
+	if snapshot != "" {
+		pvc.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: new("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: snapshot}
+	}
+	e.create(pvc)
+}
+
+// newClaim is a ReadWriteOnce Filesystem PVC of size in class.
+func newClaim(name, class, size string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			StorageClassName: new(class),
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -154,14 +180,16 @@ func (e *env) claim(name, class, size string, block bool, snapshot string) {
 				corev1.ResourceStorage: resource.MustParse(size)}},
 		},
 	}
-	if block {
-		pvc.Spec.VolumeMode = new(corev1.PersistentVolumeBlock)
+}
+
+// create creates obj in the test's namespace (unless it is cluster-scoped and named already).
+func (e *env) create(obj client.Object) {
+	e.t.Helper()
+	if _, ok := obj.(*corev1.Node); !ok {
+		obj.SetNamespace(e.ns)
 	}
-	if snapshot != "" {
-		pvc.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: new("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: snapshot}
-	}
-	if err := e.c.Create(e.ctx(), pvc); err != nil {
-		e.t.Fatalf("create PVC %s: %v", name, err)
+	if err := e.c.Create(e.ctx(), obj); err != nil {
+		e.t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
 	}
 }
 
@@ -169,16 +197,9 @@ func (e *env) claim(name, class, size string, block bool, snapshot string) {
 // the scheduler for a node.
 func (e *env) pod(name, claim string, block bool, onNode, script string) {
 	e.t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: new(int64(2)),
-			Containers:                    []corev1.Container{{Name: "main", Image: "none.invalid/e2e", Command: []string{"sh", "-c", script}}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
-		},
-	}
+	pod := newPod(name, script)
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
 	if block {
 		pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
 	} else {
@@ -187,8 +208,18 @@ func (e *env) pod(name, claim string, block bool, onNode, script string) {
 	if onNode != "" {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: onNode}
 	}
-	if err := e.c.Create(e.ctx(), pod); err != nil {
-		e.t.Fatalf("create pod %s: %v", name, err)
+	e.create(pod)
+}
+
+// newPod is a pod that runs script once (the dev-kubelet runs it as a process on the node).
+func newPod(name, script string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: new(int64(2)),
+			Containers:                    []corev1.Container{{Name: "main", Image: "none.invalid/e2e", Command: []string{"sh", "-c", script}}},
+		},
 	}
 }
 
@@ -245,15 +276,15 @@ func (e *env) volumeOf(claim string) (*corev1.PersistentVolume, *topolvmv1.Logic
 // lvs runs lvs on node in a pod and returns its output.
 func (e *env) lvs(node, name string) string {
 	e.t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "main", Image: "none.invalid/e2e",
-				Command: []string{"lvs", "--noheadings", "-o", "lv_name,vg_name,lv_size,lv_attr"}}}},
-	}
-	if err := e.c.Create(e.ctx(), pod); err != nil {
-		e.t.Fatalf("create pod %s: %v", name, err)
-	}
+	return e.onNode(node, name, "lvs --noheadings -o lv_name,vg_name,lv_size,lv_attr")
+}
+
+// onNode runs script on node in a pod and returns its output.
+func (e *env) onNode(node, name, script string) string {
+	e.t.Helper()
+	pod := newPod(name, script)
+	pod.Spec.NodeName = node
+	e.create(pod)
 	_, out := e.finished(name)
 	return out
 }

@@ -40,23 +40,7 @@ func TestCapacityPlacement(t *testing.T) {
 	}
 	e.claim("big-3", thickClass, "10Gi", false, "")
 	e.pod("use-3", "big-3", false, "", "echo ok")
-	e.waitFor("a FailedScheduling event about storage for use-3", func(ctx context.Context) (bool, string, error) {
-		var events corev1.EventList
-		if err := e.c.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
-			return false, "", err
-		}
-		var seen []string
-		for _, ev := range events.Items {
-			if ev.InvolvedObject.Name != "use-3" {
-				continue
-			}
-			seen = append(seen, ev.Reason+": "+ev.Message)
-			if ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, "storage") {
-				return true, "", nil
-			}
-		}
-		return false, strings.Join(seen, "; "), nil
-	})
+	e.waitEvent("use-3", "FailedScheduling", "storage")
 	var pvc corev1.PersistentVolumeClaim
 	if err := e.c.Get(e.ctx(), client.ObjectKey{Namespace: e.ns, Name: "big-3"}, &pvc); err != nil {
 		t.Fatal(err)
@@ -243,13 +227,7 @@ func TestDeletionRemovesLV(t *testing.T) {
 	if err := e.c.Delete(e.ctx(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: e.ns}}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("LogicalVolume "+lv.Name+" gone", func(ctx context.Context) (bool, string, error) {
-		err := e.c.Get(ctx, client.ObjectKeyFromObject(lv), lv)
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
-		}
-		return false, fmt.Sprintf("finalizers %v", lv.Finalizers), err
-	})
+	e.waitGone(lv)
 	if out := e.lvs(pod.Spec.NodeName, "lvs-after"); lvAttr(out, id) != "" {
 		t.Fatalf("LV %s is still on node %s:\n%s", id, pod.Spec.NodeName, out)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,8 +103,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			break
 		}
 	}
+	if errors.Is(err, lvmd.ErrClassesPending) {
+		// The agent has just started and its volume groups are still being read: not a failure
+		// to report (the CSI controller would delete the object and start over).
+		ctrl.LoggerFrom(ctx).Info("Waiting for the device classes of this node", "lv", s.name)
+		return ctrl.Result{RequeueAfter: classesPendingRetry}, nil
+	}
 	return ctrl.Result{}, errors.Join(retryable(err), r.applyStatus(ctx, s))
 }
+
+// classesPendingRetry is how soon a LogicalVolume met before the device classes were loaded is
+// looked at again.
+const classesPendingRetry = time.Second
 
 // lvName is the LV of obj: the volume ID recorded earlier (which also covers volumes of a TopoLVM
 // agent), else the object's UID, which a restarted agent derives again.
@@ -126,19 +137,29 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, obj *topolvmv1.Logical
 }
 
 // reconcileDelete removes the LV and then the finalizer. An LV that does not exist is removed. When
-// no LV was ever recorded and the device class is unknown or not ready, no LV can exist either.
+// no LV was ever recorded and the (loaded) device class is unknown or its VG or thin pool does not
+// exist, no LV can exist either.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	obj := s.obj
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
 	}
 	err := r.lvm.RemoveLV(ctx, s.name, obj.Spec.DeviceClass)
+	if errors.Is(err, lvmd.ErrClassesPending) {
+		// Until the classes are known, an LV created just before a restart may exist unrecorded:
+		// releasing the object now would leak it.
+		return fmt.Errorf("remove LV of LogicalVolume %s: %w", obj.Name, err)
+	}
 	neverCreated := obj.Status.VolumeID == "" &&
 		(errors.Is(err, lvmd.ErrUnknownDeviceClass) || errors.Is(err, lvmd.ErrNotReady))
 	if err != nil && !errors.Is(err, lvmd.ErrNotFound) && !neverCreated {
 		return fmt.Errorf("remove LV of LogicalVolume %s: %w", obj.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Removed LV", "lv", s.name)
+	if neverCreated {
+		ctrl.LoggerFrom(ctx).Info("No LV to remove: it was never recorded and its device class has no volume group here", "lv", s.name)
+	} else {
+		ctrl.LoggerFrom(ctx).Info("Removed LV", "lv", s.name)
+	}
 	base := obj.DeepCopy()
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {

@@ -3,19 +3,23 @@ package logicalvolume
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 )
 
 func TestCreate(t *testing.T) {
@@ -249,3 +253,69 @@ func TestNewRequiresDependencies(t *testing.T) {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// TestRestartBeforeClassesLoaded: an agent killed while lvcreate ran restarts with no device
+// classes loaded yet. Neither a create nor a delete may act on that: the create reports no
+// failure (the CSI controller would delete the object) and the delete keeps the finalizer, since
+// the unrecorded LV may exist. Once the classes are loaded, the LV is adopted or removed.
+func TestRestartBeforeClassesLoaded(t *testing.T) {
+	for _, deleted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deleted=%t", deleted), func(t *testing.T) {
+			f := newFakeLVM()
+			first := newEnvOn(t, f, newClient(t, nil, newLV("a", class("thin"))))
+			first.mustReconcile("a")
+			inAPI := first.get("a")
+			inAPI.Status = topolvmv1.LogicalVolumeStatus{} // the status write never happened
+			if deleted {
+				inAPI.DeletionTimestamp = new(metav1.Now())
+			}
+
+			classes, err := lvmd.NewDeviceClassManager(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc, err := lvmd.NewService(lvmd.Options{Executor: f, Classes: classes, RefreshInterval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := newClient(t, nil, inAPI)
+			r, err := New(Options{Client: cl, NodeName: node, LVM: svc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			second := &env{t: t, fake: f, svc: svc, client: cl, r: r}
+			f.Reset()
+			res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "a"}})
+			got := second.get("a")
+			if deleted {
+				if err == nil || !slices.Contains(got.Finalizers, Finalizer) || f.Count("lvremove") != 0 {
+					t.Fatalf("delete before the classes were loaded: err %v, finalizers %v, lvremove %d; want an error, the finalizer kept, no lvremove",
+						err, got.Finalizers, f.Count("lvremove"))
+				}
+			} else if err != nil || res.RequeueAfter <= 0 || got.Status.Code != 0 || len(got.Status.Conditions) != 0 || f.Count("lvcreate") != 0 {
+				t.Fatalf("create before the classes were loaded: result %+v, err %v, status %+v, lvcreate %d; want a requeue and no status",
+					res, err, got.Status, f.Count("lvcreate"))
+			}
+
+			if err := classes.Replace(testConfig()); err != nil {
+				t.Fatal(err)
+			}
+			second.mustReconcile("a")
+			lvs, err := svc.ListLVs(t.Context(), "thin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if deleted {
+				if len(lvs) != 0 || f.Count("lvremove") != 1 {
+					t.Fatalf("after loading: LVs %v, lvremove %d; want the LV removed", lvs, f.Count("lvremove"))
+				}
+				return
+			}
+			got = second.get("a")
+			if len(lvs) != 1 || f.Count("lvcreate") != 0 || got.Status.VolumeID != "uid-a" {
+				t.Fatalf("after loading: LVs %v, lvcreate %d, status %+v; want the existing LV adopted", lvs, f.Count("lvcreate"), got.Status)
+			}
+			checkHealthy(t, got)
+		})
+	}
+}

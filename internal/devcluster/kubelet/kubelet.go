@@ -129,9 +129,10 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	return err
 }
 
-// logPath is the output file of a pod.
+// logPath is the output file of a pod. The UID is part of it: a pod made again under the same
+// name must not show the output of its predecessor.
 func (k *Kubelet) logPath(pod *corev1.Pod) string {
-	return filepath.Join(k.cfg.StateDir, "pods", pod.Namespace+"_"+pod.Name+".log")
+	return filepath.Join(k.cfg.StateDir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)+".log")
 }
 
 // retryUntil calls fn until it succeeds or ctx ends, backing off from 200 ms to 5 s. It returns the last

@@ -214,6 +214,30 @@ func TestPodPhasesExitCodesAndRestarts(t *testing.T) {
 	}
 }
 
+// A pod created again under the name of a deleted one shows only its own output.
+func TestRecreatedPodHasItsOwnLog(t *testing.T) {
+	runner := newFakeRunner()
+	runner.output = "once\n"
+	runner.exits <- 0
+	runner.exits <- 0
+	h := startKubelet(t, &fakeNodeServer{}, runner, testPod("job"))
+	h.waitPhase(t, "job", corev1.PodSucceeded)
+	pods := h.client.CoreV1().Pods("default")
+	if err := pods.Delete(context.Background(), "job", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGone(t, "job")
+	again := testPod("job")
+	again.UID = "uid-job-2"
+	if _, err := pods.Create(context.Background(), again, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := h.waitPhase(t, "job", corev1.PodSucceeded)
+	if got := p.Annotations[LogTailAnnotation]; got != "once" {
+		t.Errorf("log tail of the recreated pod = %q, want once", got)
+	}
+}
+
 func TestRestartAlwaysKeepsRunning(t *testing.T) {
 	runner := newFakeRunner()
 	runner.exits <- 1
