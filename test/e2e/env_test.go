@@ -2,8 +2,10 @@
 
 // Package e2e tests the storage flows a user relies on against the running dev cluster
 // (`lvms dev up`, KUBECONFIG pointing at it): placement by capacity, thick and thin device classes,
-// ext4, xfs and block volumes, expansion, snapshot and restore, deletion. hack/e2e.sh brings the
-// cluster up, runs `go test -tags e2e ./test/e2e/` and tears it down.
+// ext4, xfs and block volumes, expansion, snapshot and restore, clone, generic ephemeral volumes,
+// ReadWriteOncePod, deletion, a node agent killed mid-provisioning, and the LVMCluster's teardown.
+// hack/e2e.sh (make e2e) brings the cluster up, runs the suite and tears the cluster down;
+// docs/e2e.md lists what each test shows.
 package e2e
 
 import (
