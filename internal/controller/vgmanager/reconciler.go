@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,6 +51,7 @@ type Reconciler struct {
 	lvm       LVM
 	nodes     *NodeManager
 	sink      DeviceClassSink
+	feedMu    sync.Mutex // see feedLVMD
 	nodeName  string
 	namespace string
 	interval  time.Duration
@@ -262,8 +265,34 @@ func (r *Reconciler) feedLVMDPhase(ctx context.Context, s *scope) (ctrl.Result, 
 	return ctrl.Result{}, r.feedLVMD(ctx, s.node)
 }
 
-// feedLVMD gives lvmd the device classes of every volume group of this node.
+// FeedLVMDAtStart gives lvmd the device classes of this node once, at start, even when no volume
+// group selects this node and no reconcile would: until it is fed, lvmd answers every LV request
+// with ErrClassesPending. It retries every 2 s until it succeeds or ctx ends; run it after the
+// manager's caches have synced (a manager.Runnable does).
+func (r *Reconciler) FeedLVMDAtStart(ctx context.Context) error {
+	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		node, err := r.node(ctx)
+		if err == nil {
+			err = r.feedLVMD(ctx, node)
+		}
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Feeding lvmd its device classes at start; retrying")
+			return false, nil
+		}
+		return true, nil
+	})
+	if ctx.Err() != nil {
+		return nil // shutting down
+	}
+	return err
+}
+
+// feedLVMD gives lvmd the device classes of every volume group of this node. Feeds are serialized:
+// each one lists, reads the LVM state and replaces as one step, so an older view never replaces a
+// newer one.
 func (r *Reconciler) feedLVMD(ctx context.Context, node *corev1.Node) error {
+	r.feedMu.Lock()
+	defer r.feedMu.Unlock()
 	var list lvmv1alpha1.LVMVolumeGroupList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.namespace)); err != nil {
 		return fmt.Errorf("list LVMVolumeGroups: %w", err)

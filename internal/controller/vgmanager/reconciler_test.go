@@ -305,6 +305,32 @@ func TestReconcileDeletion(t *testing.T) {
 	}
 }
 
+// Without a volume group for this node no reconcile runs, yet lvmd must learn that it has no
+// classes (until then it answers every LV request with "not loaded yet"); with one, the first feed
+// lists it.
+func TestFeedLVMDAtStart(t *testing.T) {
+	t.Run("no volume groups", func(t *testing.T) {
+		e := newEnv(t, newNode(nil, nil))
+		if err := e.r.FeedLVMDAtStart(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if len(e.sink.cfg) != 1 || len(e.sink.cfg[0].DeviceClasses) != 0 {
+			t.Fatalf("lvmd configs %+v, want one with no classes", e.sink.cfg)
+		}
+	})
+	t.Run("an existing volume group", func(t *testing.T) {
+		n := newNode([]string{"/dev/sdb"}, nil)
+		n.lvm.addVG("vg1", []string{"/dev/sdb"}, lvm.Tag)
+		e := newEnv(t, n, newVG("vg1"))
+		if err := e.r.FeedLVMDAtStart(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if c := e.sink.classes(); !slices.Equal(c, []string{"vg1"}) {
+			t.Fatalf("lvmd classes %v, want vg1", c)
+		}
+	})
+}
+
 func TestReconcileRefusesForeignVolumeGroup(t *testing.T) {
 	n := newNode([]string{"/dev/sdb"}, nil)
 	n.lvm.addVG("vg1", []string{"/dev/sdb"}) // no @lvms tag

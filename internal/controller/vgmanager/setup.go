@@ -2,6 +2,7 @@ package vgmanager
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -27,8 +29,11 @@ import (
 
 // SetupWithManager registers the controller. Watches: LVMVolumeGroups of the operator namespace,
 // the owning LVMCluster's annotations (dry-run), and this node's labels (nodeSelector). One
-// reconcile at a time: volume groups of one node share its disks.
+// reconcile at a time: volume groups of one node share its disks. It also adds FeedLVMDAtStart.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(manager.RunnableFunc(r.FeedLVMDAtStart)); err != nil {
+		return fmt.Errorf("add the first lvmd feed: %w", err)
+	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.namespace })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vgmanager").
