@@ -34,6 +34,8 @@ finish() {
 go build -o "${LVMS}" ./cmd/lvms
 go test -tags e2e -c -o "${BIN}/e2e.test" ./test/e2e/
 trap finish EXIT
+# The suite needs a fresh cluster: stop one an interrupted or kept (E2E_KEEP=1) run left here.
+"${LVMS}" dev down --state-dir "${STATE}" >/dev/null 2>&1 || true
 "${LVMS}" dev up --state-dir "${STATE}" --nodes 2 --disks 3 --disk-size 8 >&2
 KUBECONFIG="${STATE}/kubeconfig" "${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-30m}" \
 	${E2E_RUN:+-test.run "${E2E_RUN}"}
