@@ -218,6 +218,17 @@ func (d *demo) finish(ctx context.Context) error {
 		return fmt.Errorf("lvms dev down: %w", err)
 	}
 	fmt.Fprintf(d.out, "dev cluster down in %s\n", time.Since(start).Round(100*time.Millisecond))
+	// What lvms dev status --check-clean checks: no process, guest, listener or socket is left.
+	var report strings.Builder
+	clean, err := devcluster.Status(d.l.Dir, &report)
+	switch {
+	case err != nil:
+		return fmt.Errorf("lvms dev status: %w", err)
+	case !clean:
+		fmt.Fprint(d.out, report.String())
+		return fmt.Errorf("something of the dev cluster is left after lvms dev down (see above)")
+	}
+	fmt.Fprintf(d.out, "lvms dev status: nothing is left of the dev cluster in %s\n", d.l.Dir)
 	return nil
 }
 
