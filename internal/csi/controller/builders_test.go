@@ -68,6 +68,18 @@ func onNode(n string) reqOpt {
 	}
 }
 
+// preferring is the topology csi-provisioner sends for WaitForFirstConsumer: every node requisite,
+// the scheduler's node first among the preferred.
+func preferring(nodes ...string) reqOpt {
+	return func(r *csi.CreateVolumeRequest) {
+		var top []*csi.Topology
+		for _, n := range nodes {
+			top = append(top, &csi.Topology{Segments: map[string]string{lvmcsi.TopologyNodeKey: n}})
+		}
+		r.AccessibilityRequirements = &csi.TopologyRequirement{Preferred: top, Requisite: top}
+	}
+}
+
 func noTopology() reqOpt {
 	return func(r *csi.CreateVolumeRequest) { r.AccessibilityRequirements = nil }
 }

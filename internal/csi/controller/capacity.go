@@ -127,14 +127,11 @@ func (s *Server) pickNode(ctx context.Context, top *csi.TopologyRequirement, dc 
 	return best.node, nil
 }
 
-// topologyAllows reports whether a volume on node satisfies top. With preferred segments the first one
-// is the node the scheduler selected, so it must be that node.
-func topologyAllows(top *csi.TopologyRequirement, node string) bool {
-	if p := top.GetPreferred(); len(p) > 0 {
-		if n, ok := p[0].GetSegments()[lvmcsi.TopologyNodeKey]; ok {
-			return n == node
-		}
-	}
+// requisiteAllows reports whether a volume that can only be made on node (a snapshot restore or a
+// clone: its source's node) satisfies top. The scheduler's choice (the first preferred segment) is
+// a preference here; the requisite segments, when given, must include node. The PV then carries
+// node's affinity and the scheduler moves the pod there.
+func requisiteAllows(top *csi.TopologyRequirement, node string) bool {
 	req := top.GetRequisite()
 	if len(req) == 0 {
 		return true

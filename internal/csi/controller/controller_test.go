@@ -145,6 +145,9 @@ func TestSnapshotAndCloneStayOnTheSourceNode(t *testing.T) {
 		{"clone", []reqOpt{fromVolume(src.GetVolumeId())}, codes.OK},
 		{"clone without topology", []reqOpt{fromVolume(src.GetVolumeId()), noTopology()}, codes.OK},
 		{"restore on another node", []reqOpt{fromSnapshot(snap.GetSnapshot().GetSnapshotId()), onNode(nodeB)}, codes.InvalidArgument},
+		// WaitForFirstConsumer: the scheduler picked node B for the pod; any node is allowed.
+		{"clone while another node is preferred", []reqOpt{fromVolume(src.GetVolumeId()), preferring(nodeB, nodeA)}, codes.OK},
+		{"restore while another node is preferred", []reqOpt{fromSnapshot(snap.GetSnapshot().GetSnapshotId()), preferring(nodeB, nodeA)}, codes.OK},
 		{"clone into another device class", []reqOpt{fromVolume(src.GetVolumeId()),
 			withParam(lvmcsi.ParamDeviceClass, "hdd")}, codes.InvalidArgument},
 		{"unknown source volume", []reqOpt{fromVolume("no-such-volume")}, codes.NotFound},
@@ -164,6 +167,9 @@ func TestSnapshotAndCloneStayOnTheSourceNode(t *testing.T) {
 			}
 			if v.GetVolume().GetContentSource() == nil {
 				t.Errorf("response lacks the content source")
+			}
+			if top := v.GetVolume().GetAccessibleTopology(); len(top) != 1 || top[0].GetSegments()[lvmcsi.TopologyNodeKey] != nodeA {
+				t.Errorf("accessible topology %v, want the source's node %s", top, nodeA)
 			}
 		})
 	}

@@ -104,8 +104,8 @@ func (s *Server) fromSource(ctx context.Context, src *csi.VolumeContentSource, r
 		return 0, fmt.Errorf("%w: device class %q differs from the source's %q", errInvalid,
 			spec.DeviceClass, source.Spec.DeviceClass)
 	}
-	if !topologyAllows(req.GetAccessibilityRequirements(), source.Spec.NodeName) {
-		return 0, fmt.Errorf("%w: the source %s is on node %s, which the requested topology excludes; "+
+	if !requisiteAllows(req.GetAccessibilityRequirements(), source.Spec.NodeName) {
+		return 0, fmt.Errorf("%w: the source %s is on node %s, which the requisite topology excludes; "+
 			"snapshots and clones stay on their source's node", errInvalid, id, source.Spec.NodeName)
 	}
 	spec.DeviceClass = source.Spec.DeviceClass
