@@ -4,8 +4,9 @@
 #
 # Environment: E2E_STATE_DIR (default: a directory under ${XDG_CACHE_HOME:-~/.cache}/lvms/e2e-cluster)
 # is the cluster's state directory; E2E_TIMEOUT (default 30m) bounds go test; E2E_RUN is passed as
-# -run; E2E_KEEP=1 leaves the cluster up and prints how to reach it. Fails when go test fails or
-# when anything of the cluster (process, guest, mount, listener) is left after lvms dev down.
+# -run; E2E_PARALLEL (default 4) is how many of TestVolumeFlows' flows run at once; E2E_KEEP=1
+# leaves the cluster up and prints how to reach it. Fails when go test fails or when anything of
+# the cluster (process, guest, mount, listener) is left after lvms dev down.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -38,4 +39,5 @@ trap finish EXIT
 "${LVMS}" dev down --state-dir "${STATE}" >/dev/null 2>&1 || true
 "${LVMS}" dev up --state-dir "${STATE}" --nodes 2 --disks 3 --disk-size 8 >&2
 KUBECONFIG="${STATE}/kubeconfig" "${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-30m}" \
+	-test.parallel "${E2E_PARALLEL:-4}" \
 	${E2E_RUN:+-test.run "${E2E_RUN}"}

@@ -122,7 +122,10 @@ func (e *env) ensureLVMCluster() {
 	var got lvmv1alpha1.LVMCluster
 	err := e.c.Get(e.ctx(), client.ObjectKeyFromObject(want), &got)
 	if apierrors.IsNotFound(err) {
-		err = e.c.Create(e.ctx(), want)
+		// Tests running side by side may race to create it.
+		if err = e.c.Create(e.ctx(), want); apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
 	}
 	if err != nil {
 		e.t.Fatalf("LVMCluster e2e: %v", err)
@@ -141,7 +144,9 @@ func (e *env) waitFor(what string, cond func(ctx context.Context) (bool, string,
 	var last string
 	err := wait.PollUntilContextTimeout(e.ctx(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		done, saw, err := cond(ctx)
-		last = saw
+		if saw != "" {
+			last = saw
+		}
 		return done, err
 	})
 	if err != nil {

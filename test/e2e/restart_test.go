@@ -23,8 +23,8 @@ import (
 // never learned of it. hack/uml/dev-node.sh starts the agent again, as a kubelet restarts a
 // crashed DaemonSet pod. The [l] keeps pgrep and pkill from matching this shell's command line.
 const killAgentScript = `echo watching
-while ! pgrep -f '[l]vm lvcreate' >/dev/null; do :; done
-cmd=$(pgrep -af '[l]vm lvcreate')
+cmd=
+while [ -z "$cmd" ]; do cmd=$(pgrep -af '[l]vm lvcreate'); done
 if pkill -9 -f '[l]vms node --nsenter'; then echo "killed the node agent while it ran: $cmd"; else echo "no node agent to kill"; exit 1; fi`
 
 // TestAgentRestartMidProvisioning kills the node agent while it provisions a volume: after the

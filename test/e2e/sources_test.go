@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TestClone clones a claim of each class: the clone holds the source's data, lives on the
+// testClone clones a claim of each class: the clone holds the source's data, lives on the
 // source's node, and writing to it leaves the source alone.
-func TestClone(t *testing.T) {
+func testClone(t *testing.T) {
 	e := newEnv(t)
 	for _, class := range []string{thinClass, thickClass} {
 		t.Run(class, func(t *testing.T) {
@@ -50,9 +50,9 @@ func TestClone(t *testing.T) {
 	}
 }
 
-// TestGenericEphemeralVolume runs a pod with a generic ephemeral volume: its claim is created
+// testGenericEphemeralVolume runs a pod with a generic ephemeral volume: its claim is created
 // for the pod, provisioned and mounted, and deleting the pod deletes the claim and the LV.
-func TestGenericEphemeralVolume(t *testing.T) {
+func testGenericEphemeralVolume(t *testing.T) {
 	e := newEnv(t)
 	pod := newPod("eph", writeScript)
 	tmpl := newClaim("", thinClass, "1Gi")
@@ -85,15 +85,16 @@ func TestGenericEphemeralVolume(t *testing.T) {
 	}
 }
 
-// TestReadWriteOncePod: while one pod uses a ReadWriteOncePod claim, a second pod of that claim
+// testReadWriteOncePod: while one pod uses a ReadWriteOncePod claim, a second pod of that claim
 // is not scheduled and says why; once the first is gone, the second runs and sees its data.
-func TestReadWriteOncePod(t *testing.T) {
+func testReadWriteOncePod(t *testing.T) {
 	e := newEnv(t)
 	pvc := newClaim("single", thinClass, "1Gi")
 	pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
 	e.create(pvc)
-	e.pod("first", "single", false, "", "echo first > /data/owner; sync; while true; do sleep 1; done")
+	e.pod("first", "single", false, "", "echo first > /data/owner && sync && echo written; while true; do sleep 1; done")
 	first := e.running("first")
+	e.waitOutput("first", "written")
 	e.pod("second", "single", false, "", "cat /data/owner")
 	e.waitEvent("second", "FailedScheduling", "ReadWriteOncePod")
 	var second corev1.Pod
@@ -125,6 +126,20 @@ func (e *env) running(name string) *corev1.Pod {
 		return pod.Status.Phase == corev1.PodRunning, string(pod.Status.Phase), nil
 	})
 	return &pod
+}
+
+// waitOutput waits until the output of the running pod (the dev-kubelet's log tail, refreshed
+// every few seconds) contains substr.
+func (e *env) waitOutput(name, substr string) {
+	e.t.Helper()
+	e.waitFor(fmt.Sprintf("pod %s to print %q", name, substr), func(ctx context.Context) (bool, string, error) {
+		var pod corev1.Pod
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &pod); err != nil {
+			return false, "", err
+		}
+		out := output(&pod)
+		return strings.Contains(out, substr), fmt.Sprintf("phase %s, output %q", pod.Status.Phase, out), nil
+	})
 }
 
 // waitEvent waits for an event of reason about the object name whose message contains substr.

@@ -50,7 +50,7 @@ func TestCapacityPlacement(t *testing.T) {
 	}
 }
 
-func TestVolumeModes(t *testing.T) {
+func testVolumeModes(t *testing.T) {
 	e := newEnv(t)
 	e.storageClass("e2e-thin-ext4", "thin", "ext4")
 	e.storageClass("e2e-thick-xfs", "thick", "xfs")
@@ -127,7 +127,7 @@ func (e *env) storageClass(name, deviceClass, fstype string) {
 	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), sc) })
 }
 
-func TestExpansion(t *testing.T) {
+func testExpansion(t *testing.T) {
 	e := newEnv(t)
 	for _, class := range []string{thinClass, thickClass} {
 		t.Run(class, func(t *testing.T) {
@@ -176,7 +176,7 @@ func lastDF(out string) int64 {
 	return 0
 }
 
-func TestSnapshotRestore(t *testing.T) {
+func testSnapshotRestore(t *testing.T) {
 	e := newEnv(t)
 	e.claim("src", thinClass, "1Gi", false, "")
 	e.pod("writer", "src", false, "", writeScript)
@@ -211,7 +211,7 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 }
 
-func TestDeletionRemovesLV(t *testing.T) {
+func testDeletionRemovesLV(t *testing.T) {
 	e := newEnv(t)
 	e.claim("gone", thinClass, "1Gi", false, "")
 	e.pod("user", "gone", false, "", writeScript)
