@@ -189,12 +189,10 @@ func newClaim(name, class, size string) *corev1.PersistentVolumeClaim {
 	}
 }
 
-// create creates obj in the test's namespace (unless it is cluster-scoped and named already).
+// create creates the namespaced obj in the test's namespace.
 func (e *env) create(obj client.Object) {
 	e.t.Helper()
-	if _, ok := obj.(*corev1.Node); !ok {
-		obj.SetNamespace(e.ns)
-	}
+	obj.SetNamespace(e.ns)
 	if err := e.c.Create(e.ctx(), obj); err != nil {
 		e.t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
 	}
