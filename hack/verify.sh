@@ -52,6 +52,7 @@ echo "verify: go vet" >&2
 go vet ./... || fail=1
 go vet -tags guest ./... || fail=1
 go vet -tags e2e ./test/e2e/ || fail=1
+go vet -tags sanity ./test/sanity/ || fail=1
 
 echo "verify: golangci-lint" >&2
 lint="$(bash hack/golangci-lint.sh | tail -1)"

@@ -15,11 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/agent"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	csicontroller "github.com/lvm-operator/lvm-operator/internal/csi/controller"
+	"github.com/lvm-operator/lvm-operator/internal/devcluster/bridge"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
@@ -56,7 +58,7 @@ device-classes:
       overprovision-ratio: 10
 `
 
-// stack is the running driver: control plane, node agent and CSI controller.
+// stack is the running driver: node agent and CSI controller, with a client of the host's apiserver.
 type stack struct {
 	k8s client.Client
 	lvm *lvm.Client
@@ -75,7 +77,7 @@ func startStack(t *testing.T, dir, logPath string, disks []string) *stack {
 		controllerSocket: filepath.Join(dir, "controller.sock"),
 	}
 	// Set the logger first: controller-runtime discards its logs for good when nothing sets one within
-	// 30 s of first use, and the control plane alone may take longer to start in the guest.
+	// 30 s of first use.
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +87,7 @@ func startStack(t *testing.T, dir, logPath string, disks []string) *stack {
 	if err := s.createVGs(t.Context(), disks); err != nil {
 		t.Fatal(err)
 	}
-	cfg := startControlPlane(t, filepath.Join(filepath.Dir(logPath), "control-plane.log"))
+	cfg := connectControlPlane(t)
 	scheme, err := newScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -128,42 +130,47 @@ func (s *stack) createVGs(ctx context.Context, disks []string) error {
 	return nil
 }
 
-// startControlPlane starts etcd and kube-apiserver (KUBEBUILDER_ASSETS) with the CRDs, their output
-// going to logPath. The guest has one slow vCPU, hence the long timeouts.
-func startControlPlane(t *testing.T, logPath string) *rest.Config {
+// connectControlPlane opens the guest side of the serial-line bridge (/dev/ttyS1), which makes the
+// host's kube-apiserver reachable at the same 127.0.0.1 address in the guest, and returns the
+// config of the kubeconfig the host half wrote, once the apiserver answers through the bridge.
+func connectControlPlane(t *testing.T) *rest.Config {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run hack/sanity.sh")
+	apiAddr, kubeconfig := os.Getenv(envAPIAddr), os.Getenv(envKubeconfig)
+	if apiAddr == "" || kubeconfig == "" {
+		t.Fatalf("%s and %s are not set: run hack/sanity.sh (make sanity)", envAPIAddr, envKubeconfig)
 	}
-	logFile, err := os.Create(logPath)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	session, err := bridge.Guest(ctx, "/dev/ttyS1", bridge.Options{Forward: map[string]string{apiAddr: apiAddr}})
+	if err != nil {
+		t.Fatalf("bridge to the host's apiserver: %v", err)
+	}
+	t.Cleanup(func() { _ = session.Close() })
+	data, err := os.ReadFile(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = logFile.Close() })
-	env := &envtest.Environment{
-		CRDDirectoryPaths:        []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: 5 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	env.ControlPlane.Etcd = &envtest.Etcd{Out: logFile, Err: logFile}
-	env.ControlPlane.APIServer = &envtest.APIServer{Out: logFile, Err: logFile}
-	// The guest has only lo and no default route, from which kube-apiserver would pick the address
-	// it advertises; with 127.0.0.1 the endpoint reconciler of the kubernetes Service must be off.
-	env.ControlPlane.APIServer.Configure().
-		Set("advertise-address", "127.0.0.1").
-		Set("endpoint-reconciler-type", "none")
-	start := time.Now()
-	cfg, err := env.Start()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
-		t.Fatalf("start control plane: %v", err)
+		t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
 	}
-	t.Logf("control plane started in %s", time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := cs.Discovery().ServerVersion()
+		if err == nil {
+			break
 		}
-	})
+		select {
+		case <-ctx.Done():
+			t.Fatalf("apiserver %s through the bridge: %v", apiAddr, err)
+		case <-time.After(time.Second): // the bridge and the apiserver are both up by now; this is a slow guest
+		}
+	}
+	t.Logf("apiserver %s reachable through the bridge in %s", apiAddr, time.Since(start).Round(time.Millisecond))
 	return cfg
 }
 
