@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
@@ -67,17 +66,9 @@ func (c *cluster) startNodes(ctx context.Context) error {
 // its command, the console in logs/node-<i>-console.log.
 func (c *cluster) bootGuest(i int) (*guest, error) {
 	g := &guest{name: fmt.Sprintf("node-%d", i), prefix: fmt.Sprintf("node-%d", i), done: make(chan struct{})}
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("serial line of %s: %w", g.name, err)
-	}
-	hostFile := os.NewFile(uintptr(fds[0]), g.name+"-bridge-host")
-	g.guestEnd = os.NewFile(uintptr(fds[1]), g.name+"-bridge-guest")
-	g.line, err = net.FileConn(hostFile)
-	_ = hostFile.Close()
-	if err != nil {
-		_ = g.guestEnd.Close()
-		return nil, fmt.Errorf("serial line of %s: %w", g.name, err)
+	var err error
+	if g.line, g.guestEnd, err = uml.NewSerialLine(g.name + "-bridge"); err != nil {
+		return nil, err
 	}
 	if g.console, err = os.Create(c.l.Log(g.prefix + "-console")); err != nil {
 		g.closeFiles()

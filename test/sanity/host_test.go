@@ -6,12 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,25 +36,14 @@ func TestSanityHost(t *testing.T) {
 	guestTest := requireEnv(t, envGuestTest)
 	requireEnv(t, "CSI_SANITY")
 	outDir := requireEnv(t, envOut)
-	timeout := defaultGuestTimeout
-	if v := os.Getenv(envTimeout); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", envTimeout, v, err)
-		}
-		timeout = d
-	}
-	mem := defaultGuestMemory
-	if v := os.Getenv(envMemory); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 256 {
-			t.Fatalf("%s=%q: want MiB, at least 256", envMemory, v)
-		}
-		mem = n
-	}
+	timeout, mem := guestLimits(t)
 	kubeconfig, apiAddr := startHostControlPlane(t, outDir)
 
-	hostEnd, guestEnd := serialLine(t)
+	hostEnd, guestEnd, err := uml.NewSerialLine("bridge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = guestEnd.Close() }()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout+time.Minute)
 	defer cancel()
 	wd, err := os.Getwd()
@@ -109,6 +96,28 @@ func TestSanityHost(t *testing.T) {
 	case r.res.ExitCode != 0:
 		t.Fatalf("guest test failed: exit %d (driver log %s)", r.res.ExitCode, filepath.Join(outDir, "stack.log"))
 	}
+}
+
+// guestLimits returns the guest's timeout and memory (MiB) from the environment or the defaults.
+func guestLimits(t *testing.T) (time.Duration, int) {
+	t.Helper()
+	timeout := defaultGuestTimeout
+	if v := os.Getenv(envTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", envTimeout, v, err)
+		}
+		timeout = d
+	}
+	mem := defaultGuestMemory
+	if v := os.Getenv(envMemory); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 256 {
+			t.Fatalf("%s=%q: want MiB, at least 256", envMemory, v)
+		}
+		mem = n
+	}
+	return timeout, mem
 }
 
 func requireEnv(t *testing.T, k string) string {
@@ -172,24 +181,6 @@ func startHostControlPlane(t *testing.T, outDir string) (kubeconfig, apiAddr str
 		t.Fatal(err)
 	}
 	return kubeconfig, u.Host
-}
-
-// serialLine returns the host end of a socketpair as a net.Conn and the guest end as a file for
-// uml.SerialLine.
-func serialLine(t *testing.T) (net.Conn, *os.File) {
-	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostFile, guest := os.NewFile(uintptr(fds[0]), "bridge-host"), os.NewFile(uintptr(fds[1]), "bridge-guest")
-	host, err := net.FileConn(hostFile)
-	_ = hostFile.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = guest.Close() })
-	return host, guest
 }
 
 // bridgeLog logs the host side of the bridge to outDir/bridge-host.log.

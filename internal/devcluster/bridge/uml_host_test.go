@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,24 +70,6 @@ func hostProbeServer(t *testing.T, probe string) string {
 	return addr
 }
 
-// serialPair returns the host end of a socketpair as a net.Conn and the guest end as a file for
-// uml.SerialLine.
-func serialPair(t *testing.T) (net.Conn, *os.File) {
-	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostFile, guest := os.NewFile(uintptr(fds[0]), "bridge-host"), os.NewFile(uintptr(fds[1]), "bridge-guest")
-	host, err := net.FileConn(hostFile)
-	_ = hostFile.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = guest.Close() })
-	return host, guest
-}
-
 var probeLine = regexp.MustCompile(`PROBE first=\S+ conn_median=\S+ conn_max=\S+ down_MBps=\S+ up_MBps=\S+`)
 
 // guestScript starts guestbridge and a probe server in the guest, measures the host's probe
@@ -141,7 +122,11 @@ func TestUMLBridge(t *testing.T) {
 	buildStatic(t, bin, "guestbridge")
 	probe := buildStatic(t, bin, "bridgeprobe")
 	hostProbe := hostProbeServer(t, probe)
-	hostEnd, guestEnd := serialPair(t)
+	hostEnd, guestEnd, err := uml.NewSerialLine("bridge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = guestEnd.Close() }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
