@@ -5,7 +5,6 @@ package sanity_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -34,7 +33,7 @@ const (
 // bridge at the same 127.0.0.1 address. The test fails when the guest does not report exit 0.
 func TestSanityHost(t *testing.T) {
 	guestTest := requireEnv(t, envGuestTest)
-	requireEnv(t, "CSI_SANITY")
+	csiSanity := requireEnv(t, "CSI_SANITY")
 	outDir := requireEnv(t, envOut)
 	timeout, mem := guestLimits(t)
 	kubeconfig, apiAddr := startHostControlPlane(t, outDir)
@@ -52,7 +51,7 @@ func TestSanityHost(t *testing.T) {
 	}
 	env := uml.StandardEnv()
 	for k, v := range map[string]string{
-		"CSI_SANITY": os.Getenv("CSI_SANITY"), envOut: outDir, envKubeconfig: kubeconfig, envAPIAddr: apiAddr,
+		"CSI_SANITY": csiSanity, envOut: outDir, envKubeconfig: kubeconfig, envAPIAddr: apiAddr,
 	} {
 		env[k] = v
 	}
@@ -83,7 +82,6 @@ func TestSanityHost(t *testing.T) {
 		defer func() { _ = h.Close() }()
 	}
 	r := <-done
-	_ = guestEnd.Close()
 	if r.res != nil {
 		t.Logf("guest timings: boot-to-command %s, command %s, total %s",
 			r.res.Boot.Round(time.Millisecond), r.res.Command.Round(time.Millisecond), r.res.Total.Round(time.Millisecond))
@@ -191,9 +189,6 @@ func bridgeLog(t *testing.T, outDir string) logr.Logger {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Close() })
-	return funcr.New(func(prefix, args string) { logLine(f, prefix, args) }, funcr.Options{})
-}
-
-func logLine(w io.Writer, prefix, args string) {
-	_, _ = fmt.Fprintln(w, time.Now().Format(time.RFC3339Nano), prefix, args)
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(f, time.Now().Format(time.RFC3339Nano), prefix, args) },
+		funcr.Options{})
 }
