@@ -62,6 +62,7 @@ func run(m *testing.M) int {
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "csi/controller: start apiserver: %v\n", err)
+		_ = env.Stop() // a failed CRD install leaves etcd and the apiserver running otherwise
 		return 1
 	}
 	defer func() {
