@@ -19,7 +19,7 @@ help: ## Show this help.
 .PHONY: demo
 demo: ## Bring up a local cluster on real lvm2 and walk a PVC through its life (KEEP=1 leaves it up; docs/demo.md).
 	bash hack/uml-deps.sh
-	KEEP=$(KEEP) go run ./cmd/lvms dev demo
+	KEEP=$(KEEP) go run ./cmd/lvms-dev demo
 
 ##@ Build
 
@@ -75,7 +75,7 @@ sanity: ## csi-sanity (built from the module proxy) against the real stack on re
 	bash hack/sanity.sh
 
 .PHONY: e2e
-e2e: ## End-to-end suite on a fresh 2-node dev cluster (lvms dev up), torn down after (E2E_RUN=regexp, E2E_KEEP=1).
+e2e: ## End-to-end suite on a fresh 2-node dev cluster (lvms-dev up), torn down after (E2E_RUN=regexp, E2E_KEEP=1).
 	bash hack/uml-deps.sh
 	bash hack/e2e.sh
 

@@ -1,30 +1,30 @@
 #!/usr/bin/env bash
-# Runs the e2e suite (./test/e2e, build tag e2e) against a fresh dev cluster: lvms dev up (2 nodes,
-# 3 x 8 GiB disks each), go test -tags e2e ./test/e2e/ with KUBECONFIG pointing at it, lvms dev down.
+# Runs the e2e suite (./test/e2e, build tag e2e) against a fresh dev cluster: lvms-dev up (2 nodes,
+# 3 x 8 GiB disks each), go test -tags e2e ./test/e2e/ with KUBECONFIG pointing at it, lvms-dev down.
 #
 # Environment: E2E_STATE_DIR (default: a directory under ${XDG_CACHE_HOME:-~/.cache}/lvms/e2e-cluster)
 # is the cluster's state directory; E2E_TIMEOUT (default 30m) bounds go test; E2E_RUN is passed as
 # -run; E2E_PARALLEL (default 4) is how many of TestVolumeFlows' flows run at once; E2E_KEEP=1
 # leaves the cluster up and prints how to reach it. Fails when go test fails or when anything of
-# the cluster (process, guest, mount, listener) is left after lvms dev down.
+# the cluster (process, guest, mount, listener) is left after lvms-dev down.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 STATE="${E2E_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms/e2e-cluster}"
 BIN="$(mktemp -d)"
-LVMS="${BIN}/lvms"
+LVMS_DEV="${BIN}/lvms-dev"
 log() { echo "e2e: $*" >&2; }
 
 # finish tears the cluster down (unless E2E_KEEP=1) and turns anything left of it into a failure.
 finish() {
 	local rc=$?
 	if [[ "${E2E_KEEP:-}" == 1 ]]; then
-		log "cluster kept: export KUBECONFIG=${STATE}/kubeconfig; stop it with ${LVMS} dev down --state-dir ${STATE}"
+		log "cluster kept: export KUBECONFIG=${STATE}/kubeconfig; stop it with ${LVMS_DEV} down --state-dir ${STATE}"
 		exit "${rc}"
 	fi
-	"${LVMS}" dev down --state-dir "${STATE}" >&2 || true
-	if ! "${LVMS}" dev status --state-dir "${STATE}" --check-clean >&2; then
-		log "FAIL: something of the dev cluster is left after lvms dev down"
+	"${LVMS_DEV}" down --state-dir "${STATE}" >&2 || true
+	if ! "${LVMS_DEV}" status --state-dir "${STATE}" --check-clean >&2; then
+		log "FAIL: something of the dev cluster is left after lvms-dev down"
 		rc=1
 	fi
 	rm -rf "${BIN}"
@@ -32,12 +32,12 @@ finish() {
 	exit "${rc}"
 }
 
-go build -o "${LVMS}" ./cmd/lvms
+go build -o "${LVMS_DEV}" ./cmd/lvms-dev
 go test -tags e2e -c -o "${BIN}/e2e.test" ./test/e2e/
 trap finish EXIT
 # The suite needs a fresh cluster: stop one an interrupted or kept (E2E_KEEP=1) run left here.
-"${LVMS}" dev down --state-dir "${STATE}" >/dev/null 2>&1 || true
-"${LVMS}" dev up --state-dir "${STATE}" --nodes 2 --disks 3 --disk-size 8 >&2
+"${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true
+"${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 3 --disk-size 8 >&2
 KUBECONFIG="${STATE}/kubeconfig" "${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-30m}" \
 	-test.parallel "${E2E_PARALLEL:-4}" \
 	${E2E_RUN:+-test.run "${E2E_RUN}"}

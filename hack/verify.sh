@@ -34,6 +34,13 @@ if ! "${kubectl}" kustomize config/default >/dev/null; then
 	fail=1
 fi
 
+echo "verify: the product binary holds no development harness" >&2
+if harness="$(go list -deps ./cmd/lvms | grep -E 'internal/dev(/|$)|devcluster|internal/testing|/test/')"; then
+	echo "verify: FAIL: ./cmd/lvms depends on development or test packages:" >&2
+	echo "${harness}" >&2
+	fail=1
+fi
+
 echo "verify: gofmt" >&2
 unformatted="$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l)"
 if [[ -n "${unformatted}" ]]; then

@@ -1,5 +1,5 @@
-// Command lvms is the single binary of the LVM operator: the operator, the node agent, lvmd, the
-// scheduler extender and the local development cluster are its subcommands.
+// Command lvms is the single product binary of the LVM operator: the operator, the node agent,
+// lvmd and the scheduler extender are its subcommands. Development tooling is cmd/lvms-dev.
 package main
 
 import (

@@ -1,10 +1,11 @@
 #!/bin/sh
-# Node of the local dev cluster (lvms dev up), run inside a User-mode Linux guest by
+# Node of the local dev cluster (lvms-dev up), run inside a User-mode Linux guest by
 # hack/uml/guest-init.sh. Starts guestbridge on /dev/ttyS1 (the guest's 127.0.0.1:6443 reaches
 # the host's kube-apiserver), then the node agent (lvms node) and the kubelet stand-in
-# (lvms dev-kubelet), and runs until one of them exits or it is told to stop.
+# (lvms-dev dev-kubelet), and runs until one of them exits or it is told to stop.
 #
-# Environment (set by internal/devcluster): NODE_NAME, LVMS (static lvms binary), GUESTBRIDGE,
+# Environment (set by internal/devcluster): NODE_NAME, LVMS (static lvms binary),
+# LVMS_DEV (static lvms-dev binary), GUESTBRIDGE,
 # API_TARGET (host 127.0.0.1:<apiserver port>), GUEST_KUBECONFIG, LOG_DIR (shared with the host),
 # LOG_PREFIX (e.g. node-0).
 set -u
@@ -37,7 +38,7 @@ start_agent() {
 	agent_started=$(date +%s)
 }
 start_agent
-"$LVMS" dev-kubelet --node-name="$NODE_NAME" --kubeconfig="$GUEST_KUBECONFIG" \
+"$LVMS_DEV" dev-kubelet --node-name="$NODE_NAME" --kubeconfig="$GUEST_KUBECONFIG" \
 	--csi-socket=/run/lvms/csi.sock >>"$LOG_DIR/$LOG_PREFIX-kubelet.log" 2>&1 &
 kubelet=$!
 log "node agent pid $agent, dev-kubelet pid $kubelet"

@@ -17,6 +17,9 @@ type Config struct {
 	CSITools string `json:"csiTools"`
 	// LVMS is the static lvms binary (host and guests).
 	LVMS string `json:"lvms"`
+	// LVMSDev is the static lvms-dev binary: the supervisor on the host, the kubelet stand-in in
+	// the guests.
+	LVMSDev string `json:"lvmsDev"`
 	// GuestBridge is the static guestbridge binary.
 	GuestBridge string `json:"guestBridge"`
 	// Nodes is the number of guest nodes.

@@ -83,7 +83,7 @@ func (c *cluster) bootGuest(i int) (*guest, error) {
 		Command: []string{"/bin/sh", filepath.Join(hackDir, "dev-node.sh")},
 		Env: map[string]string{
 			"NODE_NAME": g.name, "LOG_PREFIX": g.prefix, "LOG_DIR": c.l.Logs(),
-			"LVMS": c.cfg.LVMS, "GUESTBRIDGE": c.cfg.GuestBridge,
+			"LVMS": c.cfg.LVMS, "LVMS_DEV": c.cfg.LVMSDev, "GUESTBRIDGE": c.cfg.GuestBridge,
 			"API_TARGET":       "127.0.0.1:" + c.port(portAPIServer),
 			"GUEST_KUBECONFIG": c.l.GuestKubeconfig(),
 		},

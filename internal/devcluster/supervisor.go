@@ -11,7 +11,7 @@ import (
 )
 
 // Supervise runs the cluster described by stateDir's config until ctx ends, then tears it
-// down. It is the body of `lvms dev supervise`, which `up` starts detached; progress goes to out.
+// down. It is the body of `lvms-dev supervise`, which `up` starts detached; progress goes to out.
 // On a startup failure it writes the error to Layout.Failed, tears down and returns it.
 func Supervise(ctx context.Context, stateDir string, out io.Writer) error {
 	l, err := NewLayout(stateDir)

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// UpOptions configure `lvms dev up`.
+// UpOptions configure `lvms-dev up`.
 type UpOptions struct {
 	// StateDir holds everything of the cluster.
 	StateDir string
@@ -40,7 +40,7 @@ func Up(ctx context.Context, o UpOptions) error {
 		return err
 	}
 	if pid, _ := readPID(l.PIDFile("supervisor")); aliveUnder(pid, l.Dir) {
-		return fmt.Errorf("a dev cluster is already running in %s (supervisor pid %d); run lvms dev down first", l.Dir, pid)
+		return fmt.Errorf("a dev cluster is already running in %s (supervisor pid %d); run lvms-dev down first", l.Dir, pid)
 	}
 	if err := resetState(l); err != nil {
 		return err
@@ -53,7 +53,7 @@ func Up(ctx context.Context, o UpOptions) error {
 		return err
 	}
 	start := time.Now()
-	pid, err := spawnSupervisor(l, cfg.LVMS)
+	pid, err := spawnSupervisor(l, cfg.LVMSDev)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func Up(ctx context.Context, o UpOptions) error {
 	if err := follow(ctx, l, pid, o.Timeout, o.Out); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "dev cluster up in %s (state %s)\n\n  export KUBECONFIG=%s\n  kubectl get nodes\n\nstop it with: lvms dev down --state-dir %s\n",
+	fmt.Fprintf(o.Out, "dev cluster up in %s (state %s)\n\n  export KUBECONFIG=%s\n  kubectl get nodes\n\nstop it with: lvms-dev down --state-dir %s\n",
 		time.Since(start).Round(100*time.Millisecond), l.Dir, l.Kubeconfig(), l.Dir)
 	return nil
 }
@@ -76,7 +76,7 @@ func resetState(l Layout) error {
 		return fmt.Errorf("read state dir: %w", err)
 	}
 	if leftovers := findLeftovers(l); len(leftovers) > 0 {
-		return fmt.Errorf("processes of an earlier dev cluster are still running in %s (%s); run lvms dev down first", l.Dir, strings.Join(leftovers, ", "))
+		return fmt.Errorf("processes of an earlier dev cluster are still running in %s (%s); run lvms-dev down first", l.Dir, strings.Join(leftovers, ", "))
 	}
 	for _, e := range entries {
 		if e.Name() == "bin" {
@@ -98,7 +98,7 @@ func resetState(l Layout) error {
 func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	cfg := Config{RepoDir: o.RepoDir, KubeAssets: o.KubeAssets, CSITools: o.CSITools, Nodes: o.Nodes,
 		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB,
-		LVMS: filepath.Join(l.Bin(), "lvms"), GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
+		LVMS: filepath.Join(l.Bin(), "lvms"), LVMSDev: filepath.Join(l.Bin(), "lvms-dev"), GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
 	var err error
 	if cfg.RepoDir == "" {
 		if cfg.RepoDir, err = findRepo(); err != nil {
@@ -121,8 +121,11 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 			return cfg, err
 		}
 	}
-	err = timed(o.Out, "go build lvms, guestbridge", func() error {
+	err = timed(o.Out, "go build lvms, lvms-dev, guestbridge", func() error {
 		if err := goBuild(ctx, l, cfg.RepoDir, cfg.LVMS, "./cmd/lvms"); err != nil {
+			return err
+		}
+		if err := goBuild(ctx, l, cfg.RepoDir, cfg.LVMSDev, "./cmd/lvms-dev"); err != nil {
 			return err
 		}
 		return goBuild(ctx, l, cfg.RepoDir, cfg.GuestBridge, "./internal/devcluster/bridge/guestbridge")
@@ -196,14 +199,14 @@ func goBuild(ctx context.Context, l Layout, repo, out, pkg string) error {
 	return nil
 }
 
-// spawnSupervisor starts `lvms dev supervise` in its own session, logging to logs/supervisor.log.
-func spawnSupervisor(l Layout, lvms string) (int, error) {
+// spawnSupervisor starts `lvms-dev supervise` in its own session, logging to logs/supervisor.log.
+func spawnSupervisor(l Layout, lvmsDev string) (int, error) {
 	f, err := os.OpenFile(l.Log("supervisor"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return 0, fmt.Errorf("open supervisor log: %w", err)
 	}
 	defer f.Close()
-	cmd := exec.Command(lvms, "dev", "supervise", "--state-dir", l.Dir)
+	cmd := exec.Command(lvmsDev, "supervise", "--state-dir", l.Dir)
 	cmd.Dir = l.Dir
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -249,7 +252,7 @@ func follow(ctx context.Context, l Layout, pid int, timeout time.Duration, out i
 			return failure("supervisor", l.Log("supervisor"), errors.New("exited"))
 		}
 		if time.Now().After(deadline) {
-			return failure("dev cluster", l.Log("supervisor"), fmt.Errorf("not ready after %s; it keeps running, see lvms dev status", timeout))
+			return failure("dev cluster", l.Log("supervisor"), fmt.Errorf("not ready after %s; it keeps running, see lvms-dev status", timeout))
 		}
 		select {
 		case <-ctx.Done():

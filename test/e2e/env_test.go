@@ -1,7 +1,7 @@
 //go:build e2e
 
 // Package e2e tests the storage flows a user relies on against the running dev cluster
-// (`lvms dev up`, KUBECONFIG pointing at it): placement by capacity, thick and thin device classes,
+// (`lvms-dev up`, KUBECONFIG pointing at it): placement by capacity, thick and thin device classes,
 // ext4, xfs and block volumes, expansion, snapshot and restore, clone, generic ephemeral volumes,
 // ReadWriteOncePod, deletion, a node agent killed mid-provisioning, and the LVMCluster's teardown.
 // hack/e2e.sh (make e2e) brings the cluster up, runs the suite and tears the cluster down;

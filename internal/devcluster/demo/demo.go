@@ -1,5 +1,5 @@
 // Package demo walks a PersistentVolumeClaim through its life on the local dev cluster
-// (`lvms dev demo`, `make demo`): it brings the cluster up when needed, creates the LVMCluster,
+// (`lvms-dev demo`, `make demo`): it brings the cluster up when needed, creates the LVMCluster,
 // then provisions, writes, expands, snapshots, restores and deletes a volume on real lvm2 in the
 // guest nodes, showing each effect (pod node, PV, `lvs` on the node, data, `df`) and timing each
 // step. Progress goes to an io.Writer; a failure names its step and the component logs to read.
@@ -26,7 +26,7 @@ import (
 type Options struct {
 	// StateDir is the dev cluster's state directory.
 	StateDir string
-	// Up configures `lvms dev up` when no cluster is running; its StateDir and Out are set by Run.
+	// Up configures `lvms-dev up` when no cluster is running; its StateDir and Out are set by Run.
 	Up devcluster.UpOptions
 	// Keep leaves the cluster running at the end (KEEP=1).
 	Keep bool
@@ -175,7 +175,7 @@ func (d *demo) up(ctx context.Context) error {
 	o.StateDir, o.Out = d.l.Dir, d.out
 	d.startedCluster = true
 	if err := devcluster.Up(ctx, o); err != nil {
-		return fmt.Errorf("lvms dev up: %w", err)
+		return fmt.Errorf("lvms-dev up: %w", err)
 	}
 	return d.connect(ctx)
 }
@@ -206,29 +206,29 @@ func (d *demo) finish(ctx context.Context) error {
 			why = "it was up before the demo"
 		}
 		fmt.Fprintf(d.out, "\nthe dev cluster stays up (%s):\n\n  export KUBECONFIG=%s\n  %s get nodes,lvmcluster -A\n\n"+
-			"stop it with: lvms dev down --state-dir %s\n", why, d.l.Kubeconfig(), d.kubectlHint(), d.l.Dir)
+			"stop it with: lvms-dev down --state-dir %s\n", why, d.l.Kubeconfig(), d.kubectlHint(), d.l.Dir)
 		return nil
 	case !d.startedCluster:
 		return nil
 	}
-	fmt.Fprintf(d.out, "\n=== lvms dev down\n")
+	fmt.Fprintf(d.out, "\n=== lvms-dev down\n")
 	start := time.Now()
 	// A canceled demo still tears the cluster down.
 	if err := devcluster.Down(context.WithoutCancel(ctx), d.l.Dir, d.out); err != nil {
-		return fmt.Errorf("lvms dev down: %w", err)
+		return fmt.Errorf("lvms-dev down: %w", err)
 	}
 	fmt.Fprintf(d.out, "dev cluster down in %s\n", time.Since(start).Round(100*time.Millisecond))
-	// What lvms dev status --check-clean checks: no process, guest, listener or socket is left.
+	// What lvms-dev status --check-clean checks: no process, guest, listener or socket is left.
 	var report strings.Builder
 	clean, err := devcluster.Status(d.l.Dir, &report)
 	switch {
 	case err != nil:
-		return fmt.Errorf("lvms dev status: %w", err)
+		return fmt.Errorf("lvms-dev status: %w", err)
 	case !clean:
 		fmt.Fprint(d.out, report.String())
-		return fmt.Errorf("something of the dev cluster is left after lvms dev down (see above)")
+		return fmt.Errorf("something of the dev cluster is left after lvms-dev down (see above)")
 	}
-	fmt.Fprintf(d.out, "lvms dev status: nothing is left of the dev cluster in %s\n", d.l.Dir)
+	fmt.Fprintf(d.out, "lvms-dev status: nothing is left of the dev cluster in %s\n", d.l.Dir)
 	return nil
 }
 

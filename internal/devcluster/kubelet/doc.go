@@ -1,4 +1,4 @@
-// Package kubelet is a small kubelet stand-in for the local dev cluster (`lvms dev`). It is test
+// Package kubelet is a small kubelet stand-in for the local dev cluster (`lvms-dev`). It is test
 // infrastructure, not a kubelet: it runs inside a dev-cluster node (a UML guest with real lvm2 and the
 // node agent beside it) and does just enough of a kubelet's work for the storage flows of driver
 // topolvm.io to run end to end.

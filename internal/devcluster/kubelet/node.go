@@ -100,7 +100,7 @@ func (k *Kubelet) setNodeStatus(st *corev1.NodeStatus, now metav1.Time) {
 		s              corev1.ConditionStatus
 		reason, msgFmt string
 	}{
-		{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "lvms dev-kubelet is posting ready status"},
+		{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "lvms-dev dev-kubelet is posting ready status"},
 		{corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "no memory pressure"},
 		{corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "no disk pressure"},
 		{corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "no PID pressure"},

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -17,7 +18,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/kubelet"
 )
 
-// devKubeletFlags are the settings of `lvms dev-kubelet`.
+// devKubeletFlags are the settings of `lvms-dev dev-kubelet`.
 type devKubeletFlags struct {
 	nodeName, kubeconfig, csiSocket string
 	rootDir, stateDir               string
@@ -44,8 +45,8 @@ func newDevKubeletCommand() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.nodeName, "node-name", envOr("NODE_NAME", ""), "name of the Node to register (required)")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig of the API server")
+	fl.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of the Node to register (required)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the API server")
 	fl.StringVar(&f.csiSocket, "csi-socket", "/run/topolvm/csi-topolvm.sock", "CSI node service socket of the node agent")
 	fl.StringVar(&f.rootDir, "root-dir", kubelet.DefaultRootDir, "kubelet root directory (publish targets)")
 	fl.StringVar(&f.stateDir, "state-dir", kubelet.DefaultStateDir, "state directory (pods/<namespace>_<name>.log)")

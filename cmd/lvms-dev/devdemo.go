@@ -11,13 +11,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/demo"
 )
 
-// withDevDemo adds `lvms dev demo` to the dev command.
-func withDevDemo(dev *cobra.Command) *cobra.Command {
-	dev.AddCommand(newDevDemoCommand())
-	return dev
-}
-
-// newDevDemoCommand is `lvms dev demo`: the `make demo` walk through a volume's life. It reads the
+// newDevDemoCommand is `lvms-dev demo`: the `make demo` walk through a volume's life. It reads the
 // dev command's persistent --state-dir.
 func newDevDemoCommand() *cobra.Command {
 	o := demo.Options{}
@@ -25,7 +19,7 @@ func newDevDemoCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Bring up the dev cluster and walk a PVC through provision, expansion, snapshot, clone and deletion",
-		Long: "lvms dev demo starts the dev cluster unless one is up, creates the sample LVMCluster and shows each\n" +
+		Long: "lvms-dev demo starts the dev cluster unless one is up, creates the sample LVMCluster and shows each\n" +
 			"step of a volume's life on real lvm2 with its duration. The cluster is stopped at the end unless\n" +
 			"--keep (KEEP=1) is given or it was running before. See docs/demo.md.",
 		Args: cobra.NoArgs,
@@ -54,6 +48,6 @@ func newDevDemoCommand() *cobra.Command {
 	fl.IntVar(&o.Up.MemoryMiB, "memory", 1024, "memory per guest in MiB")
 	fl.StringVar(&o.Up.RepoDir, "repo", "", "repository root (default: found above the working directory)")
 	fl.StringVar(&o.Up.KubeAssets, "kube-assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd, kube-apiserver, ... (default: hack/kube-assets.sh)")
-	fl.DurationVar(&o.Up.Timeout, "up-timeout", 5*time.Minute, "how long lvms dev up waits for the cluster")
+	fl.DurationVar(&o.Up.Timeout, "up-timeout", 5*time.Minute, "how long lvms-dev up waits for the cluster")
 	return cmd
 }

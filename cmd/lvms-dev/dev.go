@@ -10,7 +10,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/devcluster"
 )
 
-// errNotClean makes `lvms dev status --check-clean` exit non-zero.
+// errNotClean makes `lvms-dev status --check-clean` exit non-zero.
 var errNotClean = errors.New("the dev cluster left something running")
 
 func newDevCommand() *cobra.Command {
@@ -20,9 +20,10 @@ func newDevCommand() *cobra.Command {
 	}
 	var stateDir string
 	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "A local cluster on 127.0.0.1: control plane as host processes, nodes as User-mode Linux guests",
-		Long: "lvms dev up|down|status runs a local Kubernetes cluster with the operator, the CSI sidecars and\n" +
+		SilenceUsage: true,
+		Use:          "lvms-dev",
+		Short:        "Development tooling for lvms: a local cluster on 127.0.0.1 whose nodes are User-mode Linux guests",
+		Long: "lvms-dev up|down|status|demo runs a local Kubernetes cluster with the operator, the CSI sidecars and\n" +
 			"N User-mode Linux nodes with real lvm2. Everything lives in --state-dir; see docs/dev-cluster.md.",
 	}
 	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", def, "directory holding the cluster's certificates, logs, pid files and disks")

@@ -1,0 +1,24 @@
+// Command lvms-dev is the developers' and CI's tool, never shipped in the product image: the
+// local cluster of User-mode Linux nodes (lvms-dev up|down|status|demo), its kubelet stand-in and
+// the image builder. The product binary is cmd/lvms.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func main() {
+	// The context ends on SIGTERM or SIGINT (a second signal exits at once).
+	if err := newRootCommand().ExecuteContext(ctrl.SetupSignalHandler()); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := newDevCommand()
+	root.AddCommand(newDevDemoCommand(), newDevKubeletCommand())
+	return root
+}
