@@ -38,7 +38,8 @@ generate: ## Generate deepcopy and apply-configuration code for the API, and lvm
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook manifests under config/.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=lvms-manager paths=./internal/... paths=./cmd/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=lvms-operator paths=./cmd/lvms/... paths=./internal/controller/lvmcluster/... paths=./internal/controller/noderemoval/... paths=./internal/csi/controller/... output:rbac:artifacts:config=config/rbac/operator
+	$(CONTROLLER_GEN) rbac:roleName=lvms-node paths=./internal/controller/vgmanager/... paths=./internal/controller/logicalvolume/... paths=./internal/nodeagent/... paths=./internal/agent/... output:rbac:artifacts:config=config/rbac/node
 	$(CONTROLLER_GEN) webhook paths=./internal/... output:webhook:artifacts:config=config/webhook
 
 ##@ Verification and tests

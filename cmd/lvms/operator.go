@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -59,7 +58,7 @@ func newOperatorCommand() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "lvms-system"), "operator namespace (LVMCluster, operands)")
-	fl.StringVar(&f.nodeImage, "node-image", os.Getenv("LVMS_NODE_IMAGE"), "image of the node agent (lvms node); required")
+	fl.StringVar(&f.nodeImage, "node-image", os.Getenv("LVMS_NODE_IMAGE"), "image of the node agent (lvms node); default: the image of this pod's operator container")
 	fl.StringVar(&f.pullPolicy, "node-image-pull-policy", string(corev1.PullIfNotPresent), "pull policy of the node agent image")
 	fl.StringVar(&f.registrarImage, "node-driver-registrar-image", "", "add the node-driver-registrar sidecar (default: registration served in process)")
 	fl.StringVar(&f.livenessProbeImage, "livenessprobe-image", "", "add the livenessprobe sidecar (default: health served in process)")
@@ -94,9 +93,6 @@ func operatorScheme() (*runtime.Scheme, error) {
 }
 
 func runOperator(cmd *cobra.Command, f operatorFlags) error {
-	if f.nodeImage == "" {
-		return errors.New("--node-image (or LVMS_NODE_IMAGE) is required: the image the node agent DaemonSet runs")
-	}
 	ctrl.SetLogger(zap.New())
 	scheme, err := operatorScheme()
 	if err != nil {
@@ -113,6 +109,11 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
+	}
+	if f.nodeImage == "" {
+		if f.nodeImage, err = ownImage(cmd.Context(), mgr.GetAPIReader(), f.namespace, os.Getenv("POD_NAME")); err != nil {
+			return err
+		}
 	}
 	certsReady, err := setupWebhookCerts(mgr, f)
 	if err != nil {
@@ -148,6 +149,13 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	}
 	return mgr.Start(cmd.Context())
 }
+
+// The self-signed certificate mode keeps its certificate in a Secret of the operator namespace and
+// injects the CA into the ValidatingWebhookConfiguration; the operator reads its own Pod to learn
+// the image the node agent runs.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",namespace=lvms-system,resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",namespace=lvms-system,resources=pods,verbs=get
 
 // setupWebhookCerts returns a channel closed once the webhook serving certificate is in place: at
 // once in external mode, after the rotator has written it in self mode.
