@@ -19,6 +19,6 @@ func main() {
 
 func newRootCommand() *cobra.Command {
 	root := newDevCommand()
-	root.AddCommand(newDevDemoCommand(), newDevKubeletCommand())
+	root.AddCommand(newDevDemoCommand(), newDevKubeletCommand(), newDistCommand(), newImageCommand())
 	return root
 }
