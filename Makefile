@@ -9,6 +9,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X $(MODULE)/internal/version.Version=$(VERSION) -X $(MODULE)/internal/version.GitCommit=$(GIT_COMMIT)
 CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?=
+RELEASE_VERSION ?= 0.1.0
 
 ##@ General
 
@@ -27,6 +28,20 @@ demo: ## Bring up a local cluster on real lvm2 and walk a PVC through its life (
 build: ## Build bin/lvms.
 	go build -ldflags "$(LDFLAGS)" -o bin/lvms ./cmd/lvms
 
+.PHONY: image
+image: ## Build the product image ghcr.io/lvm-operator/lvms as an OCI archive in _output/images, reproducibly, without Docker (docs/image.md).
+	go run ./cmd/lvms-dev image build --only lvms --version "$(VERSION)" --commit "$(GIT_COMMIT)"
+
+.PHONY: images
+images: ## Build every image of the local cluster (lvms, workload, pause, CSI sidecars) into _output/images.
+	go run ./cmd/lvms-dev image build --version "$(VERSION)" --commit "$(GIT_COMMIT)" --csi-tools "$$(bash hack/csi-tools.sh | tail -1)"
+
+.PHONY: push
+push: ## Build the product image and push it to IMG=registry/repo:tag (credentials from ~/.docker/config.json).
+	@[[ -n "$(IMG)" ]] || { echo "usage: make push IMG=registry/repo:tag" >&2; exit 1; }
+	$(MAKE) image
+	go run ./cmd/lvms-dev image push --ref "$(IMG)" --archive _output/images/lvms.tar
+
 ##@ Code generation
 
 .PHONY: generate
@@ -41,6 +56,15 @@ manifests: ## Generate CRDs, RBAC and webhook manifests under config/.
 	$(CONTROLLER_GEN) rbac:roleName=lvms-operator paths=./cmd/lvms/... paths=./internal/controller/lvmcluster/... paths=./internal/controller/noderemoval/... paths=./internal/csi/controller/... output:rbac:artifacts:config=config/rbac/operator
 	$(CONTROLLER_GEN) rbac:roleName=lvms-node paths=./internal/controller/vgmanager/... paths=./internal/controller/logicalvolume/... paths=./internal/nodeagent/... paths=./internal/agent/... output:rbac:artifacts:config=config/rbac/node
 	$(CONTROLLER_GEN) webhook paths=./internal/... output:webhook:artifacts:config=config/webhook
+	$(MAKE) --no-print-directory dist
+
+.PHONY: dist
+dist: ## Render dist/install.yaml, the Helm chart charts/lvms and the OLM bundle bundle/ from config/ (never edit those by hand).
+	go run ./cmd/lvms-dev dist --version $(RELEASE_VERSION)
+
+.PHONY: check-dist
+check-dist: ## helm lint + helm template of charts/lvms (Helm built into the cache); the bundle is validated by go test ./internal/dev/dist.
+	bash hack/check-dist.sh
 
 ##@ Verification and tests
 
@@ -59,6 +83,7 @@ test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on r
 	$(MAKE) test-lvm
 	$(MAKE) sanity
 	$(MAKE) e2e
+	$(MAKE) check-dist
 	$(MAKE) verify
 	@echo "make test: all passed"
 
@@ -90,6 +115,7 @@ tools: ## Install and build every tool the tests use (apt packages, kube binarie
 	bash hack/kube-assets.sh >/dev/null
 	bash hack/csi-tools.sh >/dev/null
 	bash hack/golangci-lint.sh >/dev/null
+	bash hack/helm.sh >/dev/null
 
 .PHONY: kube-assets
 kube-assets: ## Build the pinned kube-apiserver, etcd, kubectl, kube-scheduler, kube-controller-manager.

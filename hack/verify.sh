@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-GENERATED=(api config/crd/bases config/rbac config/webhook internal/lvmd/proto)
+GENERATED=(api config/crd/bases config/rbac config/webhook internal/lvmd/proto dist charts/lvms bundle)
 fail=0
 
 snapshot="$(mktemp -d)"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# make check-dist: lints and renders the generated Helm chart with the real Helm CLI (built into
+# the cache by hack/helm.sh): `helm lint --strict`, then `helm template` with the default values
+# and with another namespace and an image digest, checking that both settings reach the objects.
+# The OLM bundle is validated by go test ./internal/dev/dist (operator-framework/api validators).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+helm="$(bash hack/helm.sh | tail -1)"
+chart=charts/lvms
+out="$(mktemp -d)"
+trap 'rm -rf "${out}"' EXIT
+
+"${helm}" lint --strict "${chart}"
+"${helm}" template lvms "${chart}" --namespace lvms-system --include-crds >"${out}/default.yaml"
+digest=sha256:0000000000000000000000000000000000000000000000000000000000000001
+"${helm}" template lvms "${chart}" --namespace storage-x \
+	--set image.repository=registry.example.test/lvms --set image.digest="${digest}" >"${out}/custom.yaml"
+
+fail=0
+grep -q "image: ghcr.io/lvm-operator/lvms:v" "${out}/default.yaml" || { echo "check-dist: FAIL: default image is not ghcr.io/lvm-operator/lvms:<tag>" >&2; fail=1; }
+grep -q "image: registry.example.test/lvms@${digest}" "${out}/custom.yaml" || { echo "check-dist: FAIL: image.digest does not reach the operator" >&2; fail=1; }
+if grep -q "lvms-system" "${out}/custom.yaml"; then
+	echo "check-dist: FAIL: a template still names lvms-system when installed into storage-x:" >&2
+	grep -n "lvms-system" "${out}/custom.yaml" >&2
+	fail=1
+fi
+crds="$(grep -c '^kind: CustomResourceDefinition' "${out}/default.yaml" || true)"
+[[ "${crds}" == 4 ]] || { echo "check-dist: FAIL: helm template --include-crds gave ${crds} CRDs, want 4" >&2; fail=1; }
+[[ ${fail} -eq 0 ]] || exit 1
+echo "check-dist: helm lint and helm template OK ($(grep -c '^kind:' "${out}/default.yaml") objects)"

@@ -1,0 +1,158 @@
+package dist
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/operator-framework/api/pkg/manifests"
+	"github.com/operator-framework/api/pkg/validation"
+	"github.com/operator-framework/api/pkg/validation/errors"
+)
+
+// repoFiles renders the repository's own config/ once per test.
+func repoFiles(t *testing.T) map[string][]byte {
+	t.Helper()
+	root := filepath.Join("..", "..", "..")
+	files, err := Files(Options{
+		ConfigDir:  filepath.Join(root, "config", "default"),
+		SampleFile: filepath.Join(root, "config", "samples", "lvm_v1alpha1_lvmcluster.yaml"),
+		Version:    "0.1.0",
+	})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return files
+}
+
+// validateBundle writes files to a temporary directory, loads the bundle and returns it with the
+// validators' errors.
+func validateBundle(t *testing.T, files map[string][]byte) (*manifests.Bundle, []errors.Error) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := manifests.GetBundleFromDir(filepath.Join(dir, BundleDir))
+	if err != nil {
+		t.Fatalf("load bundle: %v", err)
+	}
+	var errs []errors.Error
+	validators := append(validation.DefaultBundleValidators, validation.GoodPracticesValidator)
+	for _, res := range validators.Validate(bundle.ObjectsToValidate()...) {
+		for _, e := range res.Errors {
+			if e.Level == errors.LevelError {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return bundle, errs
+}
+
+// TestBundleValidatorsCatchABrokenCSV makes sure the validation above can fail: a CSV without
+// install modes is refused.
+func TestBundleValidatorsCatchABrokenCSV(t *testing.T) {
+	files := repoFiles(t)
+	name := BundleDir + "/manifests/" + packageName + ".clusterserviceversion.yaml"
+	files[name] = bytes.ReplaceAll(files[name], []byte("installModes:"), []byte("installModez:"))
+	if _, errs := validateBundle(t, files); len(errs) == 0 {
+		t.Fatal("a CSV without installModes passed validation")
+	}
+}
+
+// TestBundleValidates runs operator-framework's bundle validators (those `operator-sdk bundle
+// validate` runs by default, plus its good-practices checks) on the rendered bundle.
+func TestBundleValidates(t *testing.T) {
+	bundle, errs := validateBundle(t, repoFiles(t))
+	for _, e := range errs {
+		t.Errorf("%v", e)
+	}
+	if bundle.CSV == nil || len(bundle.V1CRDs) != 4 {
+		t.Fatalf("bundle has CSV %v and %d CRDs, want a CSV and 4 CRDs", bundle.CSV != nil, len(bundle.V1CRDs))
+	}
+	csv := bundle.CSV
+	if got := len(csv.Spec.WebhookDefinitions); got != 1 {
+		t.Errorf("CSV has %d webhook definitions, want the LVMCluster validating webhook", got)
+	}
+	perms := map[string]bool{}
+	for _, p := range csv.Spec.InstallStrategy.StrategySpec.ClusterPermissions {
+		perms[p.ServiceAccountName] = true
+	}
+	if !perms["lvms-operator"] || !perms["lvms-node"] {
+		t.Errorf("cluster permissions for %v, want separate ones for lvms-operator and lvms-node", perms)
+	}
+	args := strings.Join(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Args, " ")
+	if !strings.Contains(args, "--webhook-cert-mode=external") {
+		t.Errorf("operator args %q: under OLM the webhook certificate comes from OLM", args)
+	}
+}
+
+// TestChartIsParameterized checks that the chart installs into any namespace with any image: no
+// template names the install namespace or the operator image literally.
+func TestChartIsParameterized(t *testing.T) {
+	files := repoFiles(t)
+	var templates int
+	for name, b := range files {
+		if !strings.HasPrefix(name, ChartDir+"/templates/") || !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		templates++
+		for _, literal := range []string{"namespace: lvms-system", "ghcr.io/lvm-operator/lvms", "kind: Namespace"} {
+			if bytes.Contains(b, []byte(literal)) {
+				t.Errorf("%s contains %q; it must come from the release or values", name, literal)
+			}
+		}
+	}
+	if templates < 10 {
+		t.Fatalf("chart has %d templates; the install has more objects", templates)
+	}
+	if !bytes.Contains(files[ChartDir+"/templates/deployment-lvms-operator.yaml"], []byte(tplImage)) {
+		t.Errorf("operator deployment template does not take its image from values")
+	}
+}
+
+// TestRenderIsStable renders twice: the output must not depend on map order or time.
+func TestRenderIsStable(t *testing.T) {
+	a, b := repoFiles(t), repoFiles(t)
+	if len(a) != len(b) {
+		t.Fatalf("renders differ in file count: %d, %d", len(a), len(b))
+	}
+	for name, content := range a {
+		if !bytes.Equal(content, b[name]) {
+			t.Errorf("%s differs between two renders", name)
+		}
+	}
+}
+
+// TestCommittedOutputsAreCurrent fails when dist/, the chart or the bundle in the tree differ from
+// what config/ renders (someone edited them by hand, or forgot `make dist`).
+func TestCommittedOutputsAreCurrent(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	for name, want := range repoFiles(t) {
+		got, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Errorf("%s: %v (run make dist)", name, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale or edited by hand; run make dist", name)
+		}
+	}
+}
+
+func TestParseImage(t *testing.T) {
+	tests := []struct{ in, repo, tag, digest string }{
+		{"ghcr.io/lvm-operator/lvms:v0.1.0", "ghcr.io/lvm-operator/lvms", "v0.1.0", ""},
+		{"ghcr.io/lvm-operator/lvms@sha256:ab", "ghcr.io/lvm-operator/lvms", "", "sha256:ab"},
+		{"localhost:5000/lvms:dev@sha256:ab", "localhost:5000/lvms", "dev", "sha256:ab"},
+		{"localhost:5000/lvms", "localhost:5000/lvms", "", ""},
+	}
+	for _, tt := range tests {
+		got := parseImage(tt.in)
+		if got != (imageRef{tt.repo, tt.tag, tt.digest}) {
+			t.Errorf("parseImage(%q) = %+v", tt.in, got)
+		}
+	}
+}
