@@ -53,6 +53,11 @@ func NewBuilder(opts Options) (*Builder, error) {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
+	out, err := filepath.Abs(opts.OutDir)
+	if err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	opts.OutDir = out
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", opts.OutDir, err)
 	}
