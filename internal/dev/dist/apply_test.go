@@ -52,4 +52,3 @@ func TestInstallAppliesToAPIServer(t *testing.T) {
 	}
 	t.Logf("applied and read back %d objects", len(objs))
 }
-
