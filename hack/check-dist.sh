@@ -12,14 +12,14 @@ out="$(mktemp -d)"
 trap 'rm -rf "${out}"' EXIT
 
 "${helm}" lint --strict "${chart}"
-"${helm}" template lvms "${chart}" --namespace lvms-system --include-crds >"${out}/default.yaml"
+"${helm}" template lvms "${chart}" --kube-version 1.37.0 --namespace lvms-system --include-crds >"${out}/default.yaml"
 digest=sha256:0000000000000000000000000000000000000000000000000000000000000001
-"${helm}" template lvms "${chart}" --namespace storage-x \
+"${helm}" template lvms "${chart}" --kube-version 1.37.0 --namespace storage-x \
 	--set image.repository=registry.example.test/lvms --set image.digest="${digest}" >"${out}/custom.yaml"
 
 fail=0
-grep -q "image: ghcr.io/lvm-operator/lvms:v" "${out}/default.yaml" || { echo "check-dist: FAIL: default image is not ghcr.io/lvm-operator/lvms:<tag>" >&2; fail=1; }
-grep -q "image: registry.example.test/lvms@${digest}" "${out}/custom.yaml" || { echo "check-dist: FAIL: image.digest does not reach the operator" >&2; fail=1; }
+grep -q "image: 'ghcr.io/lvm-operator/lvms:v" "${out}/default.yaml" || { echo "check-dist: FAIL: default image is not ghcr.io/lvm-operator/lvms:<tag>" >&2; fail=1; }
+grep -q "image: 'registry.example.test/lvms@${digest}'" "${out}/custom.yaml" || { echo "check-dist: FAIL: image.digest does not reach the operator" >&2; fail=1; }
 if grep -q "lvms-system" "${out}/custom.yaml"; then
 	echo "check-dist: FAIL: a template still names lvms-system when installed into storage-x:" >&2
 	grep -n "lvms-system" "${out}/custom.yaml" >&2
