@@ -33,8 +33,8 @@ image: ## Build the product image ghcr.io/lvm-operator/lvms as an OCI archive in
 	go run ./cmd/lvms-dev image build --only lvms --version "$(VERSION)" --commit "$(GIT_COMMIT)"
 
 .PHONY: images
-images: ## Build every image of the local cluster (lvms, workload, pause, CSI sidecars) into _output/images.
-	go run ./cmd/lvms-dev image build --version "$(VERSION)" --commit "$(GIT_COMMIT)" --csi-tools "$$(bash hack/csi-tools.sh | tail -1)"
+images: ## Build every image of the local cluster (lvms, workload, pause, CSI sidecars via hack/csi-tools.sh) into _output/images.
+	go run ./cmd/lvms-dev image build --version "$(VERSION)" --commit "$(GIT_COMMIT)"
 
 .PHONY: push
 push: ## Build the product image and push it to IMG=registry/repo:tag (credentials from ~/.docker/config.json).

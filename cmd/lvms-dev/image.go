@@ -88,7 +88,7 @@ func runImageBuild(ctx context.Context, f imageBuildFlags) error {
 		}
 	}
 	for _, r := range results {
-		fmt.Printf("image %s digest %s size %s MiB (compressed)\n", r.Ref, r.Digest, image.CompressedMiB(r.Size))
+		fmt.Printf("image %s digest %s size %s MiB (compressed)\n", r.Ref, r.Digest, image.MiB(r.Size))
 		fmt.Printf("  %s\n", r.Archive)
 	}
 	return nil

@@ -161,7 +161,7 @@ func (b *Builder) staticImage(s static) (Result, error) {
 			LabelCreated: b.opts.Epoch.UTC().Format(time.RFC3339),
 		},
 	}
-	b.progress("image %s: %d files, %s MiB uncompressed", s.ref, len(t.entries), CompressedMiB(t.Size()))
+	b.progress("image %s: %d files, %s MiB uncompressed", s.ref, len(t.entries), MiB(t.Size()))
 	return b.write(spec, s.name, sbom)
 }
 

@@ -18,6 +18,15 @@ type depAlt struct {
 // (a | b | c), in the order Debian lists them.
 type depGraph map[string][][]depAlt
 
+// continuation says what the line after a "|Kind: x" alternative belongs to.
+type continuation int
+
+const (
+	contNone  continuation = iota
+	contGroup              // the last recorded dependency group
+	contSkip               // a group of a kind that is not followed
+)
+
 // parseDepends parses the output of `apt-cache depends --recurse --no-recommends ...`:
 //
 //	lvm2
@@ -31,9 +40,7 @@ type depGraph map[string][][]depAlt
 // A line starting with "|" continues an alternative group with the next dependency line; deeper
 // indented lines name packages that provide the dependency above them.
 func parseDepends(out string) (depGraph, error) {
-	g := depGraph{}
-	var cur string
-	continuing := false
+	p := dependsParser{g: depGraph{}}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
@@ -41,47 +48,71 @@ func parseDepends(out string) (depGraph, error) {
 		switch {
 		case trimmed == "":
 		case !strings.HasPrefix(line, " "):
-			cur = stripArch(trimmed)
-			if _, ok := g[cur]; !ok {
-				g[cur] = nil
+			p.cur, p.cont, p.attach = stripArch(trimmed), contNone, false
+			if _, ok := p.g[p.cur]; !ok {
+				p.g[p.cur] = nil
 			}
-			continuing = false
 		case strings.HasPrefix(line, "    "):
-			deps := g[cur]
-			if cur == "" || len(deps) == 0 {
-				g[cur] = deps // provider lines of a virtual top-level package: nothing to record
-				continue
-			}
-			group := deps[len(deps)-1]
-			alt := &group[len(group)-1]
-			alt.providers = append(alt.providers, stripArch(trimmed))
+			p.provider(stripArch(trimmed))
 		default:
-			if cur == "" {
-				return nil, fmt.Errorf("apt-cache depends line %d: dependency before any package: %q", n, line)
+			if err := p.dependency(trimmed); err != nil {
+				return nil, fmt.Errorf("apt-cache depends line %d %q: %w", n, line, err)
 			}
-			isAlt := strings.HasPrefix(trimmed, "|")
-			kind, name, ok := strings.Cut(strings.TrimPrefix(trimmed, "|"), ": ")
-			if !ok {
-				return nil, fmt.Errorf("apt-cache depends line %d: no \"Kind: package\": %q", n, line)
-			}
-			if kind != "Depends" && kind != "PreDepends" {
-				continuing = isAlt
-				continue
-			}
-			alt := depAlt{name: stripArch(name)}
-			if continuing {
-				last := len(g[cur]) - 1
-				g[cur][last] = append(g[cur][last], alt)
-			} else {
-				g[cur] = append(g[cur], []depAlt{alt})
-			}
-			continuing = isAlt
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read apt-cache depends output: %w", err)
 	}
-	return g, nil
+	return p.g, nil
+}
+
+// dependsParser is the state of parseDepends between lines.
+type dependsParser struct {
+	g    depGraph
+	cur  string       // the package whose dependencies follow
+	cont continuation // what the next dependency line continues
+	// attach says whether provider lines belong to the last recorded alternative.
+	attach bool
+}
+
+// provider records a package that provides the dependency on the line above.
+func (p *dependsParser) provider(name string) {
+	if !p.attach {
+		return // providers of a top-level virtual package or of a dependency not followed
+	}
+	deps := p.g[p.cur]
+	group := deps[len(deps)-1]
+	alt := &group[len(group)-1]
+	alt.providers = append(alt.providers, name)
+}
+
+// dependency records a "[|]Kind: name" line.
+func (p *dependsParser) dependency(trimmed string) error {
+	if p.cur == "" {
+		return fmt.Errorf("dependency before any package")
+	}
+	isAlt := strings.HasPrefix(trimmed, "|")
+	kind, name, ok := strings.Cut(strings.TrimPrefix(trimmed, "|"), ": ")
+	if !ok {
+		return fmt.Errorf(`no "Kind: package"`)
+	}
+	skip := p.cont == contSkip || (kind != "Depends" && kind != "PreDepends")
+	switch {
+	case skip:
+	case p.cont == contGroup:
+		last := len(p.g[p.cur]) - 1
+		p.g[p.cur][last] = append(p.g[p.cur][last], depAlt{name: stripArch(name)})
+	default:
+		p.g[p.cur] = append(p.g[p.cur], []depAlt{{name: stripArch(name)}})
+	}
+	p.attach = !skip
+	p.cont = contNone
+	if isAlt && skip {
+		p.cont = contSkip
+	} else if isAlt {
+		p.cont = contGroup
+	}
+	return nil
 }
 
 // stripArch drops an architecture qualifier: "libc6:amd64" → "libc6", "<python3:any>" →

@@ -157,3 +157,13 @@ func FuzzParseDepends(f *testing.F) {
 		}
 	})
 }
+
+func TestParseDependsSkipsOtherKinds(t *testing.T) {
+	g, err := parseDepends("a\n |Recommends: r1\n  Recommends: <r2>\n    p\n  Depends: b\n    bb\nb\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g["a"]) != 1 || len(g["a"][0]) != 1 || g["a"][0][0].name != "b" || !slices.Equal(g["a"][0][0].providers, []string{"bb"}) {
+		t.Fatalf("graph of a = %+v, want one dependency b provided by bb", g["a"])
+	}
+}

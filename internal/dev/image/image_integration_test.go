@@ -66,7 +66,7 @@ func TestLvmsImageReproducible(t *testing.T) {
 	if a != b {
 		t.Fatalf("archives differ: %s vs %s", a, b)
 	}
-	t.Logf("digest %s, %s MiB compressed", first.Digest, CompressedMiB(first.Size))
+	t.Logf("digest %s, %s MiB compressed", first.Digest, MiB(first.Size))
 }
 
 // TestLvmsImageToolsRun unpacks the host tools layer and runs each tool through the image's own

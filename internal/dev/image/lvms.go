@@ -45,7 +45,7 @@ func (b *Builder) Lvms(ctx context.Context) (Result, error) {
 	}
 	app.AddFile("usr/share/doc/lvms/sbom.spdx.json", 0o644, sbom)
 	b.progress("image %s: host tools %d files %s MiB, lvms %s MiB (uncompressed)",
-		ref, len(tools.entries), CompressedMiB(tools.Size()), CompressedMiB(app.Size()))
+		ref, len(tools.entries), MiB(tools.Size()), MiB(app.Size()))
 	spec := Spec{
 		Ref: ref, Created: b.opts.Epoch,
 		Entrypoint: []string{"/usr/bin/lvms"},

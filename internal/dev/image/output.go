@@ -239,7 +239,7 @@ func Push(ctx context.Context, archive, ref string) (v1.Hash, error) {
 	return d, nil
 }
 
-// CompressedMiB formats a size in MiB with one decimal.
-func CompressedMiB(n int64) string {
+// MiB formats a byte count in MiB with one decimal.
+func MiB(n int64) string {
 	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0")
 }
