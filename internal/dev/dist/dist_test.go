@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
+	validator "github.com/operator-framework/api/pkg/validation/interfaces"
 )
 
 // repoFiles renders the repository's own config/ once per test.
@@ -40,7 +42,7 @@ func validateBundle(t *testing.T, files map[string][]byte) (*manifests.Bundle, [
 		t.Fatalf("load bundle: %v", err)
 	}
 	var errs []errors.Error
-	validators := append(validation.DefaultBundleValidators, validation.GoodPracticesValidator)
+	validators := slices.Concat(validation.DefaultBundleValidators, validator.Validators{validation.GoodPracticesValidator})
 	for _, res := range validators.Validate(bundle.ObjectsToValidate()...) {
 		for _, e := range res.Errors {
 			if e.Level == errors.LevelError {

@@ -29,8 +29,8 @@ type imageRef struct{ repository, tag, digest string }
 
 func parseImage(ref string) imageRef {
 	var r imageRef
-	if i := strings.Index(ref, "@"); i >= 0 {
-		ref, r.digest = ref[:i], ref[i+1:]
+	if name, digest, ok := strings.Cut(ref, "@"); ok {
+		ref, r.digest = name, digest
 	}
 	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
 		ref, r.tag = ref[:i], ref[i+1:]
