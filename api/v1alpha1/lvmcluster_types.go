@@ -12,22 +12,24 @@ type LVMClusterSpec struct {
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// Storage lists the device classes.
-	// +required
-	Storage Storage `json:"storage"`
+	// +optional
+	Storage Storage `json:"storage,omitempty"`
 }
 
 // Storage is the storage layout of the cluster.
 type Storage struct {
 	// DeviceClasses are the volume groups built on the nodes, one StorageClass each. Names are unique;
-	// at most one is the default; a disk may be listed by one device class only.
-	// +required
+	// at most one is the default and it cannot be removed; with several device classes each lists its
+	// disks; a disk may be listed by one device class per nodeSelector only.
+	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.filter(c, has(c.default) && c.default).size() <= 1",message="at most one device class can be default: set default to false on all but one"
-	// +kubebuilder:validation:XValidation:rule="self.all(a, !has(a.deviceSelector) || self.all(b, a.name == b.name || !has(b.deviceSelector) || !((has(a.deviceSelector.paths) ? a.deviceSelector.paths : []) + (has(a.deviceSelector.optionalPaths) ? a.deviceSelector.optionalPaths : [])).exists(p, p in (has(b.deviceSelector.paths) ? b.deviceSelector.paths : []) + (has(b.deviceSelector.optionalPaths) ? b.deviceSelector.optionalPaths : []))))",message="a disk is listed by more than one device class: each path may belong to one device class only"
-	DeviceClasses []DeviceClass `json:"deviceClasses"`
+	// +kubebuilder:validation:XValidation:rule="size(self) < 2 || self.all(c, has(c.deviceSelector))",message="with several device classes each one needs a deviceSelector with paths or optionalPaths (only a single device class may use every blank disk): add a deviceSelector to each device class"
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !has(a.deviceSelector) || self.all(b, a.name == b.name || !has(b.deviceSelector) || has(a.nodeSelector) != has(b.nodeSelector) || (has(a.nodeSelector) && a.nodeSelector != b.nodeSelector) || !((has(a.deviceSelector.paths) ? a.deviceSelector.paths : []) + (has(a.deviceSelector.optionalPaths) ? a.deviceSelector.optionalPaths : [])).exists(p, p in (has(b.deviceSelector.paths) ? b.deviceSelector.paths : []) + (has(b.deviceSelector.optionalPaths) ? b.deviceSelector.optionalPaths : []))))",message="a disk is listed by two device classes with the same nodeSelector: a disk can belong to one volume group per node, list it in one device class only"
+	// +kubebuilder:validation:XValidation:rule="oldSelf.all(o, !(has(o.default) && o.default) || self.exists(n, n.name == o.name))",message="the default device class cannot be removed: set default on another device class (or on none) first, then remove it"
+	DeviceClasses []DeviceClass `json:"deviceClasses,omitempty"`
 }
 
 // LVMStateType is the overall state of an LVMCluster.
@@ -106,6 +108,7 @@ type NodeStatus struct {
 // +kubebuilder:resource:shortName=lvmc
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec) || !has(oldSelf.spec.storage) || !has(oldSelf.spec.storage.deviceClasses) || size(oldSelf.spec.storage.deviceClasses) == 0 || (has(self.spec) && has(self.spec.storage) && has(self.spec.storage.deviceClasses) && size(self.spec.storage.deviceClasses) > 0)",message="spec.storage.deviceClasses cannot become empty: keep at least one device class, or delete the LVMCluster to remove all storage",fieldPath=".spec.storage"
 
 // LVMCluster is the LVM storage of the cluster: the device classes (volume groups and thin pools) to
 // build on the nodes and the StorageClasses to publish. Create one, in the operator's namespace.
@@ -113,8 +116,8 @@ type LVMCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// +required
-	Spec LVMClusterSpec `json:"spec"`
+	// +optional
+	Spec LVMClusterSpec `json:"spec,omitempty"`
 	// +optional
 	Status LVMClusterStatus `json:"status,omitempty"`
 }

@@ -1,14 +1,15 @@
-// Package webhook holds the admission webhooks of `lvms operator`: the checks on LVMClusters that
-// the CRD schema cannot express because they need other objects (one LVMCluster per cluster, only in
-// the operator namespace, device paths no node has).
+// Package webhook holds the admission webhook of `lvms operator` for LVMClusters. The CRD schema and
+// its CEL rules decide everything the object alone (or with its previous version) can decide, so they
+// hold while the webhook is down; the webhook adds what needs other objects (one LVMCluster per
+// cluster, only in the operator namespace, a disk shared by device classes that select the same
+// existing node), the StorageClass label values CEL cannot afford to check, and upstream LVMS's
+// admission warnings. docs/api-compat.md lists every rule.
 package webhook
 
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -36,10 +37,12 @@ func (v *LVMClusterValidator) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &lvmv1alpha1.LVMCluster{}).WithValidator(v).Complete()
 }
 
-// ValidateCreate allows one LVMCluster per cluster, in the operator namespace.
+// ValidateCreate allows one LVMCluster per cluster, in the operator namespace, and no disk shared by
+// two device classes on a node that both select.
 func (v *LVMClusterValidator) ValidateCreate(ctx context.Context, c *lvmv1alpha1.LVMCluster) (admission.Warnings, error) {
 	if c.Namespace != v.namespace {
-		return nil, fmt.Errorf("LVMCluster %s/%s: create it in the operator namespace %q", c.Namespace, c.Name, v.namespace)
+		return nil, fmt.Errorf("metadata.namespace: LVMCluster %s/%s is outside the operator namespace: "+
+			"create it in the operator namespace %q", c.Namespace, c.Name, v.namespace)
 	}
 	var list lvmv1alpha1.LVMClusterList
 	if err := v.reader.List(ctx, &list); err != nil {
@@ -51,50 +54,28 @@ func (v *LVMClusterValidator) ValidateCreate(ctx context.Context, c *lvmv1alpha1
 				"add device classes to it instead", other.Namespace, other.Name)
 		}
 	}
-	return v.warnings(ctx, c)
+	if err := checkLabelValues(c); err != nil {
+		return nil, err
+	}
+	if err := v.checkSharedDisks(ctx, nil, c); err != nil {
+		return nil, err
+	}
+	return v.warnings(ctx, c, true)
 }
 
-// ValidateUpdate only warns; the schema guards the transitions.
-func (v *LVMClusterValidator) ValidateUpdate(ctx context.Context, _, c *lvmv1alpha1.LVMCluster) (admission.Warnings, error) {
-	return v.warnings(ctx, c)
+// ValidateUpdate refuses a disk newly shared by two device classes on a node that both select, and
+// warns as on create; the schema guards the transitions.
+func (v *LVMClusterValidator) ValidateUpdate(ctx context.Context, old, c *lvmv1alpha1.LVMCluster) (admission.Warnings, error) {
+	if err := checkLabelValues(c); err != nil {
+		return nil, err
+	}
+	if err := v.checkSharedDisks(ctx, old, c); err != nil {
+		return nil, err
+	}
+	return v.warnings(ctx, c, false)
 }
 
 // ValidateDelete allows deletion; the controller holds it until no PVC uses the StorageClasses.
 func (v *LVMClusterValidator) ValidateDelete(context.Context, *lvmv1alpha1.LVMCluster) (admission.Warnings, error) {
 	return nil, nil
-}
-
-// warnings names device paths that no node has reported, once nodes have reported at all. Stable
-// symlinks (/dev/disk/...) are resolved on the nodes, so only kernel names are compared.
-func (v *LVMClusterValidator) warnings(ctx context.Context, c *lvmv1alpha1.LVMCluster) (admission.Warnings, error) {
-	var reports lvmv1alpha1.LVMVolumeGroupNodeStatusList
-	if err := v.reader.List(ctx, &reports, client.InNamespace(v.namespace)); err != nil {
-		return nil, fmt.Errorf("list LVMVolumeGroupNodeStatuses: %w", err)
-	}
-	if len(reports.Items) == 0 {
-		return nil, nil
-	}
-	seen := sets.New[string]()
-	for _, r := range reports.Items {
-		for _, vg := range r.Spec.LiveNodeStatus {
-			seen.Insert(vg.Devices...)
-			for _, ex := range vg.Excluded {
-				seen.Insert(ex.Name)
-			}
-		}
-	}
-	var out admission.Warnings
-	for _, dc := range c.Spec.Storage.DeviceClasses {
-		if dc.DeviceSelector == nil {
-			continue
-		}
-		for _, p := range append(append([]lvmv1alpha1.DevicePath{}, dc.DeviceSelector.Paths...), dc.DeviceSelector.OptionalPaths...) {
-			path := string(p)
-			if strings.HasPrefix(path, "/dev/disk/") || seen.Has(path) {
-				continue
-			}
-			out = append(out, fmt.Sprintf("device class %s: %s exists on no node that has reported its disks", dc.Name, path))
-		}
-	}
-	return out, nil
 }

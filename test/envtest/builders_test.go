@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -149,4 +150,75 @@ func assertRejected(t *testing.T, err error, fragments ...string) {
 			t.Errorf("rejection lacks %q:\n%v", f, err)
 		}
 	}
+}
+
+// class is a device class on the nodes labelled zone=<zone> (all nodes when zone is empty) with the
+// given disks in deviceSelector.paths (no deviceSelector when none).
+func class(name, zone string, paths ...string) lvmv1alpha1.DeviceClass {
+	d := lvmv1alpha1.DeviceClass{Name: name}
+	if len(paths) > 0 {
+		d.DeviceSelector = &lvmv1alpha1.DeviceSelector{Paths: devicePaths(paths...)}
+	}
+	if zone != "" {
+		d.NodeSelector = zoneSelector(zone)
+	}
+	return d
+}
+
+func zoneSelector(zone string) *corev1.NodeSelector {
+	return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{
+			Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{zone},
+		}},
+	}}}
+}
+
+// noClasses empties spec.storage.
+func noClasses() clusterOpt {
+	return func(c *lvmv1alpha1.LVMCluster) { c.Spec.Storage.DeviceClasses = nil }
+}
+
+// dropClass removes the device class named name.
+func dropClass(name string) clusterOpt {
+	return func(c *lvmv1alpha1.LVMCluster) {
+		c.Spec.Storage.DeviceClasses = slices.DeleteFunc(c.Spec.Storage.DeviceClasses,
+			func(d lvmv1alpha1.DeviceClass) bool { return d.Name == name })
+	}
+}
+
+// scOptions changes the StorageClass options of the first device class in place.
+func scOptions(f func(*lvmv1alpha1.StorageClassOptions)) clusterOpt {
+	return dc0(func(d *lvmv1alpha1.DeviceClass) {
+		if d.StorageClassOptions == nil {
+			d.StorageClassOptions = &lvmv1alpha1.StorageClassOptions{}
+		}
+		f(d.StorageClassOptions)
+	})
+}
+
+func labels(kv ...string) clusterOpt {
+	return scOptions(func(o *lvmv1alpha1.StorageClassOptions) {
+		o.AdditionalLabels = map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			o.AdditionalLabels[kv[i]] = kv[i+1]
+		}
+	})
+}
+
+func params(kv ...string) clusterOpt {
+	return scOptions(func(o *lvmv1alpha1.StorageClassOptions) {
+		o.AdditionalParameters = map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			o.AdditionalParameters[kv[i]] = kv[i+1]
+		}
+	})
+}
+
+// many returns n distinct keys with prefix.
+func many(prefix string, n int) []string {
+	var kv []string
+	for i := range n {
+		kv = append(kv, fmt.Sprintf("%s%d", prefix, i), "v")
+	}
+	return kv
 }

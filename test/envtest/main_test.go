@@ -1,30 +1,48 @@
 // Package envtest holds the API-level integration tests: the CRDs of config/crd/bases installed into a
 // real kube-apiserver and etcd (built by hack/kube-assets.sh), and the schema validation, defaulting
-// and status subresources checked against it.
+// and status subresources checked against it. The LVMCluster admission webhook of internal/webhook
+// runs in the test process; its ValidatingWebhookConfiguration is installed only while
+// TestAPICompat's webhook half runs, so every other test sees the CRDs alone.
 package envtest
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	lvmswebhook "github.com/lvm-operator/lvm-operator/internal/webhook"
 )
 
 const testNamespace = "lvms-system"
 
-// k8s is the client of the suite's apiserver, set up once in TestMain.
-var k8s client.Client
+var (
+	// k8s is the client of the suite's apiserver, set up once in TestMain. Its admission warnings go
+	// to warnings.
+	k8s client.Client
+	// warnings collects the admission warnings k8s receives.
+	warnings = &warningRecorder{}
+	// webhookConfig is the ValidatingWebhookConfiguration envtest installed, pointing at the webhook
+	// server of this process; setWebhook installs and removes it.
+	webhookConfig *admissionv1.ValidatingWebhookConfiguration
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -39,6 +57,7 @@ func run(m *testing.M) int {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "webhook")}},
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -51,25 +70,67 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "envtest: stop apiserver: %v\n", err)
 		}
 	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := setUp(ctx, cfg, &env.WebhookInstallOptions); err != nil {
+		fmt.Fprintf(os.Stderr, "envtest: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
 
+// setUp starts the webhook server, creates the client and the operator namespace, and removes the
+// webhook configuration so that tests start with the CRDs alone.
+func setUp(ctx context.Context, cfg *rest.Config, wh *envtest.WebhookInstallOptions) error {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, lvmv1alpha1.AddToScheme, topolvmv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
-			fmt.Fprintf(os.Stderr, "envtest: scheme: %v\n", err)
-			return 1
+			return fmt.Errorf("scheme: %w", err)
 		}
 	}
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err := startWebhookServer(ctx, cfg, scheme, wh); err != nil {
+		return err
+	}
+	clientCfg := rest.CopyConfig(cfg)
+	clientCfg.WarningHandlerWithContext = warnings
+	var err error
+	k8s, err = client.New(clientCfg, client.Options{Scheme: scheme})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "envtest: client: %v\n", err)
-		return 1
+		return fmt.Errorf("client: %w", err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		fmt.Fprintf(os.Stderr, "envtest: create namespace: %v\n", err)
-		return 1
+	if err := k8s.Create(ctx, ns); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
 	}
-	return m.Run()
+	var list admissionv1.ValidatingWebhookConfigurationList
+	if err := k8s.List(ctx, &list); err != nil || len(list.Items) != 1 {
+		return fmt.Errorf("find the installed webhook configuration (%d found): %w", len(list.Items), err)
+	}
+	webhookConfig = list.Items[0].DeepCopy()
+	return removeWebhookConfig(ctx)
+}
+
+func startWebhookServer(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, wh *envtest.WebhookInstallOptions) error {
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if err := lvmswebhook.NewLVMClusterValidator(mgr.GetAPIReader(), testNamespace).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up webhook: %w", err)
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "envtest: manager stopped: %v\n", err)
+		}
+	}()
+	return nil
 }

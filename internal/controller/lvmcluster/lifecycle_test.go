@@ -29,6 +29,9 @@ func sampleCluster(name string) *lvmv1alpha1.LVMCluster {
 		Spec: lvmv1alpha1.LVMClusterSpec{Storage: lvmv1alpha1.Storage{DeviceClasses: []lvmv1alpha1.DeviceClass{{
 			Name: "vg1", Default: true, FilesystemType: lvmv1alpha1.FilesystemTypeXFS,
 			ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{Name: "thin-pool-1", SizePercent: 90, OverprovisionRatio: 10},
+			// With several device classes each must list its disks (upstream LVMS's rule), and paths
+			// cannot be added later, so vg1 lists its disk from the start for testDeviceClassRemoval.
+			DeviceSelector: &lvmv1alpha1.DeviceSelector{Paths: []lvmv1alpha1.DevicePath{"/dev/sdb"}},
 		}}}},
 	}
 }
@@ -279,7 +282,8 @@ func testDeviceClassRemoval(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 		})
 	}
 	update(func(cur *lvmv1alpha1.LVMCluster) {
-		cur.Spec.Storage.DeviceClasses = append(cur.Spec.Storage.DeviceClasses, lvmv1alpha1.DeviceClass{Name: "vg2", FilesystemType: lvmv1alpha1.FilesystemTypeExt4})
+		cur.Spec.Storage.DeviceClasses = append(cur.Spec.Storage.DeviceClasses, lvmv1alpha1.DeviceClass{Name: "vg2", FilesystemType: lvmv1alpha1.FilesystemTypeExt4,
+			DeviceSelector: &lvmv1alpha1.DeviceSelector{Paths: []lvmv1alpha1.DevicePath{"/dev/sdc"}}})
 	})
 	eventually(t, "lvms-vg2 appears", func(ctx context.Context) error {
 		return k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg2"}, &storagev1.StorageClass{})

@@ -70,6 +70,7 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: storageClassOptions
       type:
         namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.StorageClassOptions
+      default: {}
     - name: thinPoolConfig
       type:
         namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.ThinPoolConfig
@@ -345,12 +346,15 @@ var schemaYAML = typed.YAMLObject(`types:
         map:
           elementType:
             scalar: string
+      default: {}
     - name: reclaimPolicy
       type:
         namedType: io.k8s.api.core.v1.PersistentVolumeReclaimPolicy
+      default: Delete
     - name: volumeBindingMode
       type:
         namedType: io.k8s.api.storage.v1.VolumeBindingMode
+      default: WaitForFirstConsumer
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.ThinPoolConfig
   map:
     fields:

@@ -28,12 +28,17 @@ import (
 //
 // DeviceClass is one volume group on every selected node, with the StorageClass lvms-<name> that
 // provisions volumes from it.
+//
+// The rules below are checked by the API server (docs/api-compat.md lists them with upstream's). Rules
+// that compare with oldSelf see the device class of the same name (deviceClasses is a map list).
 type DeviceClassApplyConfiguration struct {
 	// Name of the device class. It becomes the name of the volume group on each node and of the
-	// StorageClass lvms-<name>. A DNS label: lower-case letters, digits and '-'.
+	// StorageClass lvms-<name>. A DNS label: lower-case letters, digits and '-', at most 63 characters
+	// (it is also the name part of the node annotation capacity.topolvm.io/<name>).
 	Name *string `json:"name,omitempty"`
 	// DeviceSelector chooses the disks of the volume group. Without it, every disk of the node that
-	// passes the safety filter (blank, writable, unused) is used.
+	// passes the safety filter (blank, writable, unused) is used; that is only allowed when the cluster
+	// has a single device class.
 	DeviceSelector *DeviceSelectorApplyConfiguration `json:"deviceSelector,omitempty"`
 	// NodeSelector chooses the nodes that get this volume group. Without it, every node that runs the
 	// node agent does. Immutable.
@@ -42,10 +47,11 @@ type DeviceClassApplyConfiguration struct {
 	// and snapshots and clones are possible. Without it, volumes are thick (linear) LVs.
 	ThinPoolConfig *ThinPoolConfigApplyConfiguration `json:"thinPoolConfig,omitempty"`
 	// RAIDConfig makes volumes of this thick device class RAID LVs spread over the disks listed in
-	// deviceSelector.paths. Cannot be combined with thinPoolConfig. Immutable.
+	// deviceSelector. Cannot be combined with thinPoolConfig. Immutable.
 	RAIDConfig *RAIDConfigApplyConfiguration `json:"raidConfig,omitempty"`
 	// Default marks the device class whose StorageClass becomes the cluster default (only when no other
-	// default StorageClass exists). At most one device class may be default.
+	// default StorageClass exists). At most one device class may be default, and the default device
+	// class cannot be removed (make another one default first).
 	Default *bool `json:"default,omitempty"`
 	// FilesystemType is the filesystem of Filesystem-mode volumes. Immutable.
 	FilesystemType *apiv1alpha1.DeviceFilesystemType `json:"fstype,omitempty"`

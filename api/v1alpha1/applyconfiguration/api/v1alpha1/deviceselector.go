@@ -34,8 +34,8 @@ type DeviceSelectorApplyConfiguration struct {
 	// node. Paths must start with /dev/.
 	OptionalPaths []apiv1alpha1.DevicePath `json:"optionalPaths,omitempty"`
 	// ForceWipeDevicesAndDestroyAllData wipes every signature (filesystems, partition tables, old LVM
-	// labels) from the selected disks before use, once per node. ALL DATA ON THEM IS LOST. Only honoured
-	// together with explicit paths. Immutable.
+	// labels) from the disks in paths before use, once per node. ALL DATA ON THEM IS LOST. optionalPaths
+	// are never wiped, and neither is a disk of another lvms volume group. Immutable.
 	ForceWipeDevicesAndDestroyAllData *bool `json:"forceWipeDevicesAndDestroyAllData,omitempty"`
 }
 

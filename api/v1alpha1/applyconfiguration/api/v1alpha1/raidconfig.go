@@ -26,17 +26,19 @@ import (
 // RAIDConfigApplyConfiguration represents a declarative configuration of the RAIDConfig type for use
 // with apply.
 //
-// RAIDConfig makes the volumes of a thick device class lvm2 RAID LVs. Immutable.
+// RAIDConfig makes the volumes of a thick device class lvm2 RAID LVs. Immutable. The disk count rules
+// (mirrors+1, stripes+1, ...) are on DeviceClass, where deviceSelector is visible.
 type RAIDConfigApplyConfiguration struct {
 	// Type is the RAID level.
 	Type *apiv1alpha1.RAIDType `json:"type,omitempty"`
 	// Mirrors is the number of additional copies of the data (lvcreate --mirrors) for raid1 and raid10.
 	// Default 1.
 	Mirrors *int32 `json:"mirrors,omitempty"`
-	// Stripes is the number of data stripes (lvcreate --stripes) for raid4, raid5, raid6 and raid10.
-	// Default 2 (3 for raid6).
+	// Stripes is the number of data stripes (lvcreate --stripes) for raid4, raid5, raid6 and raid10,
+	// at least 2 (3 for raid6). Default 2 (3 for raid6).
 	Stripes *int32 `json:"stripes,omitempty"`
-	// StripeSize is the stripe size (lvcreate --stripesize), a power of two from 4Ki to 4Gi.
+	// StripeSize is the stripe size (lvcreate --stripesize), a power of two of at least 4Ki (lvm2's
+	// minimum, the page size).
 	StripeSize *resource.Quantity `json:"stripeSize,omitempty"`
 }
 

@@ -24,7 +24,8 @@ package v1alpha1
 // Storage is the storage layout of the cluster.
 type StorageApplyConfiguration struct {
 	// DeviceClasses are the volume groups built on the nodes, one StorageClass each. Names are unique;
-	// at most one is the default; a disk may be listed by one device class only.
+	// at most one is the default and it cannot be removed; with several device classes each lists its
+	// disks; a disk may be listed by one device class per nodeSelector only.
 	DeviceClasses []DeviceClassApplyConfiguration `json:"deviceClasses,omitempty"`
 }
 

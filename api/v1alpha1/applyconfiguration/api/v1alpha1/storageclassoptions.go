@@ -26,19 +26,23 @@ import (
 // StorageClassOptionsApplyConfiguration represents a declarative configuration of the StorageClassOptions type for use
 // with apply.
 //
-// StorageClassOptions customise the StorageClass of a device class. reclaimPolicy and
-// volumeBindingMode are immutable.
+// StorageClassOptions customise the StorageClass of a device class. Only additionalLabels may change
+// after the device class is created.
 type StorageClassOptionsApplyConfiguration struct {
-	// ReclaimPolicy of the StorageClass. Default Delete.
+	// ReclaimPolicy of the StorageClass. Default Delete. Immutable.
 	ReclaimPolicy *v1.PersistentVolumeReclaimPolicy `json:"reclaimPolicy,omitempty"`
 	// VolumeBindingMode of the StorageClass. Default WaitForFirstConsumer, which lets the scheduler
-	// pick the node by free capacity.
+	// pick the node by free capacity. Immutable.
 	VolumeBindingMode *storagev1.VolumeBindingMode `json:"volumeBindingMode,omitempty"`
-	// AdditionalParameters are added to the StorageClass parameters. The keys the driver sets itself
-	// (topolvm.io/*, csi.storage.k8s.io/*) are reserved.
+	// AdditionalParameters are added to the StorageClass parameters, at most 16. The two keys the
+	// operator sets, topolvm.io/device-class and csi.storage.k8s.io/fstype, are reserved. Immutable.
 	AdditionalParameters map[string]string `json:"additionalParameters,omitempty"`
-	// AdditionalLabels are added to the StorageClass labels. Keys under lvm.topolvm.io/ and
-	// app.kubernetes.io/ are reserved.
+	// AdditionalLabels are added to the StorageClass labels, at most 16, and may change at any time.
+	// Keys are label keys ([prefix/]name) and values label values (checked by the webhook: a CRD schema
+	// cannot bound the length of map values, so CEL cannot afford the check); the keys the operator
+	// sets itself are reserved:
+	// app.kubernetes.io/{managed-by,part-of,name,component}, owned-by.topolvm.io/*,
+	// lvm.topolvm.io/owned-by-name, lvm.topolvm.io/owned-by-namespace and lvm.topolvm.io/device-class.
 	AdditionalLabels map[string]string `json:"additionalLabels,omitempty"`
 }
 

@@ -26,21 +26,22 @@ import (
 // ThinPoolConfigApplyConfiguration represents a declarative configuration of the ThinPoolConfig type for use
 // with apply.
 //
-// ThinPoolConfig describes the thin pool of a thin device class. Everything but overprovisionRatio is
-// immutable, and metadataSize may only grow.
+// ThinPoolConfig describes the thin pool of a thin device class. name, sizePercent and the chunk size
+// are immutable; metadataSize may only grow while the policy stays Static.
 type ThinPoolConfigApplyConfiguration struct {
-	// Name of the thin pool LV in the volume group.
+	// Name of the thin pool LV in the volume group: letters, digits and + _ . - as lvm2 allows, not
+	// starting with '-', and none of lvm2's reserved names. Immutable.
 	Name *string `json:"name,omitempty"`
 	// SizePercent is the share of the volume group the thin pool takes, 10 to 100. The pool grows to
-	// keep this share when disks are added.
+	// keep this share when disks are added. Above 90 leaves no room to grow the metadata.
 	SizePercent *int32 `json:"sizePercent,omitempty"`
-	// OverprovisionRatio is how many times the pool size may be promised to thin volumes. At least 1.
+	// OverprovisionRatio is how many times the pool size may be promised to thin volumes, 1 to 100.
 	OverprovisionRatio *int32 `json:"overprovisionRatio,omitempty"`
 	// ChunkSizeCalculationPolicy is Static (use chunkSize, default 128Ki) or Host (lvm2 chooses).
 	ChunkSizeCalculationPolicy *apiv1alpha1.ChunkSizeCalculationPolicy `json:"chunkSizeCalculationPolicy,omitempty"`
 	// ChunkSize of the thin pool, 64Ki to 1Gi, a multiple of 64Ki. Only with the Static policy.
 	ChunkSize *resource.Quantity `json:"chunkSize,omitempty"`
-	// MetadataSizeCalculationPolicy is Host (lvm2 chooses) or Static (use metadataSize).
+	// MetadataSizeCalculationPolicy is Host (lvm2 chooses) or Static (use metadataSize, 1Gi when unset).
 	MetadataSizeCalculationPolicy *apiv1alpha1.MetadataSizeCalculationPolicy `json:"metadataSizeCalculationPolicy,omitempty"`
 	// MetadataSize of the thin pool, 2Mi to 16Gi. Only with the Static policy. May grow, never shrink.
 	MetadataSize *resource.Quantity `json:"metadataSize,omitempty"`
