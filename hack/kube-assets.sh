@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Builds pinned Kubernetes control-plane binaries (kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl) and etcd from the Go module proxy into a per-version cache directory
-# outside the repository, reuses them when present, and prints that directory as the LAST line of
-# stdout. Everything else goes to stderr.
+# Builds pinned Kubernetes binaries (kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubectl, and the kubelet the dev cluster's nodes run inside UML guests) and etcd from the Go
+# module proxy into a per-version cache directory outside the repository, reuses them when
+# present, and prints that directory as the LAST line of stdout. Everything else goes to stderr.
 #
 # Why a wrapper module: k8s.io/kubernetes requires its ~31 staging modules at v0.0.0 with
 # "=> ./staging/..." replaces, so `go install k8s.io/kubernetes/...@vX` refuses. We build from a
 # throw-away main module that requires k8s.io/kubernetes and replaces each staging module with its
-# published v0.<minor>.<patch> tag (see shared PROVING-GROUND §A).
+# published v0.<minor>.<patch> tag (see shared PROVING-GROUND §A). The kubelet needs one of them
+# that the control plane does not: k8s.io/cri-streaming (derived like the others).
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.37.0}"
@@ -15,7 +16,7 @@ ETCD_VERSION="${ETCD_VERSION:-v3.7.0}"
 CACHE_ROOT="${LVMS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms}"
 OUT="${CACHE_ROOT}/kube-assets/${KUBE_VERSION}-etcd${ETCD_VERSION}"
 SRC="${CACHE_ROOT}/kube-assets-src/${KUBE_VERSION}-etcd${ETCD_VERSION}"
-BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd)
+BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet etcd)
 
 log() { echo "kube-assets: $*" >&2; }
 
@@ -42,6 +43,8 @@ build_kube() {
 	gomod=$(cd "${SRC}/kube" && go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" |
 		sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
 	[[ -f "${gomod}" ]] || { log "cannot find go.mod of k8s.io/kubernetes@${KUBE_VERSION}"; return 1; }
+	grep -q 'k8s.io/cri-streaming => ./staging' "${gomod}" ||
+		{ log "k8s.io/kubernetes@${KUBE_VERSION} has no cri-streaming staging replace (the kubelet needs it)"; return 1; }
 	local goline
 	goline=$(grep -E '^go [0-9]' "${gomod}" | head -1)
 	{
@@ -66,6 +69,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
 	log "go mod tidy (kubernetes)"
@@ -80,7 +84,7 @@ GO
 		ldflags+=" -X k8s.io/${pkg}.gitTreeState=clean"
 	done
 	local cmd
-	for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+	for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet; do
 		[[ -x "${OUT}/${cmd}" ]] && continue
 		log "building ${cmd} ${KUBE_VERSION} (several minutes when the Go build cache is cold)"
 		(cd "${SRC}/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" \
@@ -117,6 +121,7 @@ GO
 build_etcd
 build_kube
 "${OUT}/kube-apiserver" --version >&2
+"${OUT}/kubelet" --version >&2
 "${OUT}/etcd" --version >&2
 touch "${OUT}/.complete"
 echo "${OUT}"

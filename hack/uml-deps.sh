@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the User-mode Linux (UML) test harness needs: the UML kernel (linux.uml and its
 # modules), lvm2 and thin-provisioning-tools, filesystem tools, kmod (modprobe/insmod in the guest)
-# and gcc/libc headers (to build the xstate ptrace shim, see hack/uml/xstate-shim.c).
+# and gcc/libc headers (to build the xstate ptrace shim, see hack/uml/xstate-shim.c); and what the
+# dev cluster's real nodes run inside the guests (hack/uml/real-node.sh): containerd (with ctr and
+# containerd-shim-runc-v2), crun, the CNI plugins (bridge, host-local, loopback) and iptables
+# (iptables-legacy for the Service DNAT). Nothing of it runs on the host: the guests see the
+# host's / read-only and run these binaries from there.
 #
 # Idempotent and fast when everything is present: it only runs `apt-get update` and
 # `apt-get install` when a command is missing. All output goes to stderr.
@@ -22,9 +26,13 @@ declare -A NEED=(
 	[blockdev]=util-linux
 	[sfdisk]=fdisk
 	[mkfs.btrfs]=btrfs-progs
+	[containerd]=containerd
+	[crun]=crun
+	[iptables-legacy]=iptables
 )
-# Packages without a command of their own to probe, checked with dpkg.
-EXTRA_PKGS=(libc6-dev)
+# Packages without a command of their own to probe (the CNI plugins live in /usr/lib/cni),
+# checked with dpkg.
+EXTRA_PKGS=(libc6-dev containernetworking-plugins)
 
 have_cmd() {
 	PATH="${PATH}:/usr/sbin:/sbin" command -v "$1" >/dev/null 2>&1
@@ -60,7 +68,8 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update >&2
 
 # Install the full set (cheap when most are present), keeping only packages apt knows.
-want=(user-mode-linux lvm2 thin-provisioning-tools xfsprogs e2fsprogs kmod gcc libc6-dev util-linux fdisk btrfs-progs)
+want=(user-mode-linux lvm2 thin-provisioning-tools xfsprogs e2fsprogs kmod gcc libc6-dev util-linux fdisk btrfs-progs
+	containerd crun containernetworking-plugins iptables)
 install=()
 for pkg in "${want[@]}"; do
 	candidate="$(apt-cache policy "${pkg}" 2>/dev/null | awk '/Candidate:/ {print $2}')"
@@ -77,6 +86,14 @@ for pkg in "${want[@]}"; do
 done
 
 log "installing: ${install[*]}"
+# containerd is for the guests only: keep its package from starting the service on the host
+# (policy-rc.d exit 101 = "action forbidden", honoured by invoke-rc.d and deb-systemd-invoke).
+policy=/usr/sbin/policy-rc.d
+if [[ ! -e "${policy}" ]]; then
+	printf '#!/bin/sh\nexit 101\n' >"${policy}"
+	chmod 755 "${policy}"
+	trap 'rm -f "${policy}"' EXIT
+fi
 apt-get install -y --no-install-recommends "${install[@]}" >&2
 
 for cmd in "${!NEED[@]}"; do

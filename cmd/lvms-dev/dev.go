@@ -48,7 +48,11 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 	fl.IntVar(&o.Nodes, "nodes", 2, "number of guest nodes")
 	fl.IntVar(&o.Disks, "disks", 3, "sparse disks per node (/dev/ubda, /dev/ubdb, ...)")
 	fl.IntVar(&diskGiB, "disk-size", 8, "size of each disk in GiB (sparse)")
-	fl.IntVar(&o.MemoryMiB, "memory", 1024, "memory per guest in MiB")
+	fl.IntVar(&o.MemoryMiB, "memory", 0, "memory per guest in MiB (default 1536 for real nodes, 1024 for stand-ins)")
+	fl.StringVar(&o.NodesKind, "nodes-kind", devcluster.NodesStandin,
+		"what the guest nodes run: real (kubelet + containerd, the product installed from config/default) or standin")
+	fl.StringVar(&o.ImagesDir, "images-dir", "", "OCI archives real nodes import (default: <repo>/_output/images)")
+	fl.BoolVar(&o.NoProduct, "no-product", false, "real nodes only: do not install the product (config/default)")
 	fl.StringVar(&o.RepoDir, "repo", "", "repository root (default: found above the working directory)")
 	fl.StringVar(&o.KubeAssets, "kube-assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd, kube-apiserver, ... (default: hack/kube-assets.sh)")
 	fl.StringVar(&o.CSITools, "csi-tools", "", "directory with the CSI sidecars and snapshot-crds/ (default: hack/csi-tools.sh)")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lvm-operator/lvm-operator/internal/devcluster"
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/demo"
 )
 
@@ -45,7 +46,9 @@ func newDevDemoCommand() *cobra.Command {
 	fl.IntVar(&o.Up.Nodes, "nodes", 2, "guest nodes when the demo starts the cluster")
 	fl.IntVar(&o.Up.Disks, "disks", 3, "sparse disks per node")
 	fl.IntVar(&diskGiB, "disk-size", 8, "size of each disk in GiB (sparse)")
-	fl.IntVar(&o.Up.MemoryMiB, "memory", 1024, "memory per guest in MiB")
+	fl.IntVar(&o.Up.MemoryMiB, "memory", 0, "memory per guest in MiB (default 1536 for real nodes, 1024 for stand-ins)")
+	fl.StringVar(&o.Up.NodesKind, "nodes-kind", devcluster.NodesStandin, "what the guest nodes run when the demo starts the cluster: real or standin")
+	fl.StringVar(&o.Up.ImagesDir, "images-dir", "", "OCI archives real nodes import (default: <repo>/_output/images)")
 	fl.StringVar(&o.Up.RepoDir, "repo", "", "repository root (default: found above the working directory)")
 	fl.StringVar(&o.Up.KubeAssets, "kube-assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd, kube-apiserver, ... (default: hack/kube-assets.sh)")
 	fl.DurationVar(&o.Up.Timeout, "up-timeout", 5*time.Minute, "how long lvms-dev up waits for the cluster")

@@ -2,7 +2,7 @@
 # Init (PID 1) of a User-mode Linux guest started by internal/testing/uml.
 #
 # The guest's root is the host's "/" over hostfs, read-only. Stage 1 puts a tmpfs overlay on top
-# and chroots into it; stage 2 mounts the pseudo filesystems, loads the device-mapper modules
+# and pivots into it; stage 2 mounts the pseudo filesystems, loads the device-mapper modules
 # (module autoload does not work here), writes an lvm.conf for a system without udev, mounts the
 # per-run host directory (and any shared directories) read-write at their host paths, runs the
 # command from the run spec, prints "GUEST-EXIT=<rc>" (UML itself always exits 0) and powers off.
@@ -41,8 +41,13 @@ stage1() {
 	mount -t overlay overlay -o lowerdir=/,upperdir=/run/ov/upper,workdir=/run/ov/work \
 		/run/ov/root || die "mount overlay"
 	umount /proc
-	LVMS_UML_STAGE=2 exec chroot /run/ov/root /bin/sh "$0"
-	die "chroot into the overlay"
+	# pivot_root, not chroot: the overlay must be the mount namespace's root, or a process that
+	# enters it (nsenter -t 1 -m from a hostPID pod) lands in the read-only host tree.
+	cd /run/ov/root || die "cd into the overlay"
+	mkdir -p .oldroot || die "mkdir .oldroot"
+	pivot_root . .oldroot || die "pivot_root into the overlay"
+	LVMS_UML_STAGE=2 exec chroot . /bin/sh "$0"
+	die "exec stage 2 in the overlay"
 }
 
 mount_pseudo() {
@@ -102,6 +107,8 @@ share() { mount_host "$1"; }
 workdir() { guest_workdir=$1; }
 
 stage2() {
+	# The old root (the host's tree, read-only) stays the overlay's lower layer; detach its view.
+	umount -l /.oldroot 2>/dev/null
 	mount_pseudo
 	load_modules
 	write_lvm_conf

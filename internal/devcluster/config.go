@@ -15,7 +15,8 @@ type Config struct {
 	// CSITools holds csi-provisioner, csi-resizer, csi-snapshotter, snapshot-controller and
 	// snapshot-crds/.
 	CSITools string `json:"csiTools"`
-	// LVMS is the static lvms binary (host and guests).
+	// LVMS is the static lvms binary (host and guests) of stand-in nodes; empty with real nodes,
+	// which run the product from its image.
 	LVMS string `json:"lvms"`
 	// LVMSDev is the static lvms-dev binary: the supervisor on the host, the kubelet stand-in in
 	// the guests.
@@ -29,7 +30,21 @@ type Config struct {
 	DiskSize int64 `json:"diskSize"`
 	// MemoryMiB per guest.
 	MemoryMiB int `json:"memoryMiB"`
+	// NodesKind is NodesReal or NodesStandin.
+	NodesKind string `json:"nodesKind"`
+	// Images are the OCI archives real nodes import (no registry).
+	Images []string `json:"images,omitempty"`
+	// ProductDigest pins the product image (real nodes; empty: the product is not installed);
+	// ProductDigestFile is where it was read.
+	ProductDigest     string `json:"productDigest,omitempty"`
+	ProductDigestFile string `json:"productDigestFile,omitempty"`
 }
+
+// real reports whether the guests are real nodes.
+func (c Config) real() bool { return c.NodesKind == NodesReal }
+
+// nodeName is the name of guest node i.
+func nodeName(i int) string { return fmt.Sprintf("node-%d", i) }
 
 // State is what the supervisor records about the running cluster in Layout.State.
 type State struct {
@@ -73,4 +88,11 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("decode %s: %w", path, err)
 	}
 	return nil
+}
+
+// ReadConfig returns the configuration `up` wrote for the cluster in l.
+func ReadConfig(l Layout) (Config, error) {
+	var cfg Config
+	err := readJSON(l.Config(), &cfg)
+	return cfg, err
 }

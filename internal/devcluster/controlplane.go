@@ -44,6 +44,8 @@ type cluster struct {
 	procs  []*proc
 	guests []*guest
 	http   *http.Client
+	// egress is the apiserver's way into real nodes (nil with stand-in nodes).
+	egress *egressProxy
 }
 
 func newCluster(l Layout, cfg Config, out io.Writer) (*cluster, error) {
@@ -152,15 +154,16 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	api := "https://127.0.0.1:" + c.port(portAPIServer)
-	if err := c.run(ctx, spec{name: "kube-apiserver", path: c.kube("kube-apiserver"), args: []string{
+	if err := c.run(ctx, spec{name: "kube-apiserver", path: c.kube("kube-apiserver"), args: append([]string{
 		"--etcd-servers=" + etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port=" + c.port(portAPIServer), "--endpoint-reconciler-type=none",
 		"--tls-cert-file=" + c.pki(apiserverCertFile), "--tls-private-key-file=" + c.pki(apiserverKeyFile),
 		"--client-ca-file=" + c.pki(caCertFile), "--service-cluster-ip-range=10.0.0.0/24",
 		"--service-account-issuer=" + api, "--service-account-key-file=" + c.pki(saPubFile),
 		"--service-account-signing-key-file=" + c.pki(saKeyFile),
-		"--authorization-mode=RBAC", "--allow-privileged=true", "--cert-dir=" + c.pki("apiserver-generated"),
-	}}, c.httpOK(api+"/readyz")); err != nil {
+		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+		"--allow-privileged=true", "--cert-dir=" + c.pki("apiserver-generated"),
+	}, c.realAPIServerArgs()...)}, c.httpOK(api+"/readyz")); err != nil {
 		return err
 	}
 	kc := c.l.Kubeconfig()
@@ -178,12 +181,18 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 	)}, c.httpOK("https://127.0.0.1:"+c.port(portScheduler)+"/healthz"))
 }
 
-// startStorage starts the snapshot-controller, the operator and the CSI sidecars.
+// startSnapshotController starts the snapshot-controller (a cluster add-on, not the product).
+func (c *cluster) startSnapshotController(ctx context.Context) error {
+	return c.run(ctx, spec{name: "snapshot-controller", path: c.csi("snapshot-controller"), args: []string{
+		"--kubeconfig=" + c.l.Kubeconfig(), "--http-endpoint=127.0.0.1:" + c.port(portSnapshotCtl),
+	}}, c.httpOK("http://127.0.0.1:"+c.port(portSnapshotCtl)+"/metrics"))
+}
+
+// startStorage starts the snapshot-controller, the operator and the CSI sidecars as host
+// processes (stand-in nodes).
 func (c *cluster) startStorage(ctx context.Context) error {
 	kc := "--kubeconfig=" + c.l.Kubeconfig()
-	if err := c.run(ctx, spec{name: "snapshot-controller", path: c.csi("snapshot-controller"), args: []string{
-		kc, "--http-endpoint=127.0.0.1:" + c.port(portSnapshotCtl),
-	}}, c.httpOK("http://127.0.0.1:"+c.port(portSnapshotCtl)+"/metrics")); err != nil {
+	if err := c.startSnapshotController(ctx); err != nil {
 		return err
 	}
 	sock := c.l.ControllerSocket()

@@ -87,3 +87,14 @@ func (l Layout) Webhook() string { return filepath.Join(l.PKI(), "webhook") }
 
 // Manifests holds generated manifests applied at startup.
 func (l Layout) Manifests() string { return filepath.Join(l.Dir, "manifests") }
+
+// Nodes holds one directory per real node: its kubelet kubeconfig, kubelet, containerd and CNI
+// configuration, written before the guest boots (the guest reads them through its read-only
+// view of the host).
+func (l Layout) Nodes() string { return filepath.Join(l.Dir, "nodes") }
+
+// NodeDir is the configuration directory of a real node.
+func (l Layout) NodeDir(node string) string { return filepath.Join(l.Nodes(), node) }
+
+// EgressSocket is the apiserver's egress proxy to the real nodes (HTTP CONNECT).
+func (l Layout) EgressSocket() string { return filepath.Join(l.Dir, "egress.sock") }

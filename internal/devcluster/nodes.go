@@ -25,6 +25,7 @@ const (
 
 // guest is one node's UML guest and the host side of its bridge.
 type guest struct {
+	index        int
 	name, prefix string
 	cancel       context.CancelFunc
 	done         chan struct{}
@@ -62,10 +63,10 @@ func (c *cluster) startNodes(ctx context.Context) error {
 	return c.step(fmt.Sprintf("%d node(s) Ready, CSINodes", len(c.guests)), func() error { return c.waitNodes(ctx) })
 }
 
-// bootGuest starts guest i: sparse disks, the bridge's serial line, hack/uml/dev-node.sh as
-// its command, the console in logs/node-<i>-console.log.
+// bootGuest starts guest i: sparse disks, the bridge's serial line, hack/uml/real-node.sh (or
+// dev-node.sh for a stand-in node) as its command, the console in logs/node-<i>-console.log.
 func (c *cluster) bootGuest(i int) (*guest, error) {
-	g := &guest{name: fmt.Sprintf("node-%d", i), prefix: fmt.Sprintf("node-%d", i), done: make(chan struct{})}
+	g := &guest{index: i, name: nodeName(i), prefix: nodeName(i), done: make(chan struct{})}
 	var err error
 	if g.line, g.guestEnd, err = uml.NewSerialLine(g.name + "-bridge"); err != nil {
 		return nil, err
@@ -79,15 +80,19 @@ func (c *cluster) bootGuest(i int) (*guest, error) {
 		disks[d] = uml.Disk{Size: c.cfg.DiskSize}
 	}
 	hackDir := filepath.Join(c.cfg.RepoDir, "hack", "uml")
+	script, env := "dev-node.sh", map[string]string{
+		"NODE_NAME": g.name, "LOG_PREFIX": g.prefix, "LOG_DIR": c.l.Logs(),
+		"LVMS": c.cfg.LVMS, "LVMS_DEV": c.cfg.LVMSDev, "GUESTBRIDGE": c.cfg.GuestBridge,
+		"API_TARGET":       "127.0.0.1:" + c.port(portAPIServer),
+		"GUEST_KUBECONFIG": c.l.GuestKubeconfig(),
+	}
+	if c.cfg.real() {
+		script, env = "real-node.sh", c.realNodeEnv(i, g.name, g.prefix)
+	}
 	opts := uml.Options{
-		Command: []string{"/bin/sh", filepath.Join(hackDir, "dev-node.sh")},
-		Env: map[string]string{
-			"NODE_NAME": g.name, "LOG_PREFIX": g.prefix, "LOG_DIR": c.l.Logs(),
-			"LVMS": c.cfg.LVMS, "LVMS_DEV": c.cfg.LVMSDev, "GUESTBRIDGE": c.cfg.GuestBridge,
-			"API_TARGET":       "127.0.0.1:" + c.port(portAPIServer),
-			"GUEST_KUBECONFIG": c.l.GuestKubeconfig(),
-		},
-		Disks: disks, MemoryMiB: c.cfg.MemoryMiB, Stdout: g.console, ShowBoot: true,
+		Command: []string{"/bin/sh", filepath.Join(hackDir, script)},
+		Env:     env,
+		Disks:   disks, MemoryMiB: c.cfg.MemoryMiB, Stdout: g.console, ShowBoot: true,
 		SharedDirs:  []string{c.l.Logs()},
 		SerialLines: []uml.SerialLine{{Index: 1, File: g.guestEnd}},
 		HackDir:     hackDir, TempDir: c.l.Guests(),
@@ -97,7 +102,7 @@ func (c *cluster) bootGuest(i int) (*guest, error) {
 	go func() {
 		res, err := uml.Run(gctx, opts)
 		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("dev-node.sh exited with %d", res.ExitCode)
+			err = fmt.Errorf("%s exited with %d", script, res.ExitCode)
 		}
 		g.err = err
 		close(g.done)
@@ -129,6 +134,9 @@ func (c *cluster) connect(ctx context.Context, g *guest) error {
 		return c.guestFailure(g, err)
 	}
 	g.host = h
+	if c.egress != nil {
+		c.egress.register(g.index, h)
+	}
 	return nil
 }
 
@@ -141,8 +149,13 @@ func (c *cluster) guestFailure(g *guest, cause error) error {
 		}
 	default:
 	}
-	return fmt.Errorf("%w\nagent log %s:\n%s", failure(g.name, c.l.Log(g.prefix+"-console"), cause),
-		c.l.Log(g.prefix+"-agent"), tailFile(c.l.Log(g.prefix+"-agent"), 10))
+	what := "agent"
+	if c.cfg.real() {
+		what = "kubelet"
+	}
+	logPath := c.l.Log(g.prefix + "-" + what)
+	return fmt.Errorf("%w\n%s log %s:\n%s", failure(g.name, c.l.Log(g.prefix+"-console"), cause),
+		what, logPath, tailFile(logPath, 10))
 }
 
 // stopNodes stops the guests (UML kills the guest processes on SIGTERM) and closes their bridges.

@@ -17,8 +17,9 @@ import (
 // csiDriver is the CSI driver name the CSINodes must list.
 const csiDriver = "topolvm.io"
 
-// waitNodes waits until every guest's Node is Ready and its CSINode lists topolvm.io, failing
-// early with the guest's logs when a guest ends.
+// waitNodes waits until every guest's Node is Ready and, on stand-in nodes, its CSINode lists
+// topolvm.io (a real node's agent only runs once an LVMCluster exists), failing early with the
+// guest's logs when a guest ends.
 func (c *cluster) waitNodes(ctx context.Context) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.l.Kubeconfig())
 	if err != nil {
@@ -51,7 +52,7 @@ func (c *cluster) waitNodes(ctx context.Context) error {
 					break
 				}
 			}
-			return c.guestFailure(g, fmt.Errorf("not ready after %s: %s (dev-kubelet log %s)", nodesTimeout,
+			return c.guestFailure(g, fmt.Errorf("not ready after %s: %s (kubelet log %s)", nodesTimeout,
 				strings.Join(missing, ", "), c.l.Log(g.prefix+"-kubelet")))
 		case <-time.After(500 * time.Millisecond):
 		}
@@ -65,6 +66,10 @@ func (c *cluster) nodesNotReady(ctx context.Context, cs kubernetes.Interface) []
 		n, err := cs.CoreV1().Nodes().Get(ctx, g.name, metav1.GetOptions{})
 		if err != nil || !nodeReady(n) {
 			missing = append(missing, g.name+" not Ready")
+			continue
+		}
+		if c.cfg.real() {
+			// The node agent runs in the DaemonSet the operator creates for an LVMCluster.
 			continue
 		}
 		cn, err := cs.StorageV1().CSINodes().Get(ctx, g.name, metav1.GetOptions{})

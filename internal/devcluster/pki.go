@@ -129,9 +129,10 @@ func (c issued) write(dir, certName, keyName string) error {
 }
 
 // generatePKI writes everything the cluster needs: CA, apiserver serving certificate, admin
-// client certificate, service-account signing key, webhook serving certificate and the host and
-// guest kubeconfigs. It returns the CA in PEM (the webhook's caBundle).
-func generatePKI(l Layout, apiserverPort, guestAPIPort int) ([]byte, error) {
+// client certificate, service-account signing key, webhook serving certificate, the host and
+// guest kubeconfigs, and a kubelet kubeconfig for each of kubeletNodes (real nodes). It returns
+// the CA in PEM (the webhook's caBundle).
+func generatePKI(l Layout, apiserverPort, guestAPIPort int, kubeletNodes []string) ([]byte, error) {
 	p, err := newPKI(l.PKI())
 	if err != nil {
 		return nil, err
@@ -168,6 +169,19 @@ func generatePKI(l Layout, apiserverPort, guestAPIPort int) ([]byte, error) {
 			return nil, err
 		}
 	}
+	for _, node := range kubeletNodes {
+		// The kubelet's identity for the Node authorizer and NodeRestriction.
+		kc, err := p.issue(pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}, false, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(l.NodeDir(node), 0o755); err != nil {
+			return nil, fmt.Errorf("create node dir: %w", err)
+		}
+		if err := writeKubeconfig(filepath.Join(l.NodeDir(node), "kubeconfig"), guestAPIPort, p.caPEM, kc); err != nil {
+			return nil, err
+		}
+	}
 	return p.caPEM, nil
 }
 
@@ -194,7 +208,8 @@ func writeSAKey(dir string) error {
 	return nil
 }
 
-// writeKubeconfig writes an admin kubeconfig for https://127.0.0.1:port with embedded credentials.
+// writeKubeconfig writes a kubeconfig for https://127.0.0.1:port with the embedded client
+// certificate (the admin's or a kubelet's).
 func writeKubeconfig(path string, port int, ca []byte, admin issued) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["lvms-dev"] = &clientcmdapi.Cluster{

@@ -61,16 +61,30 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	var caPEM []byte
 	if err := c.step("certificates, kubeconfigs", func() (err error) {
-		caPEM, err = generatePKI(c.l, c.state.Ports[portAPIServer], GuestAPIPort)
+		var kubelets []string
+		if c.cfg.real() {
+			for i := range c.cfg.Nodes {
+				kubelets = append(kubelets, nodeName(i))
+			}
+		}
+		caPEM, err = generatePKI(c.l, c.state.Ports[portAPIServer], GuestAPIPort, kubelets)
 		return err
 	}); err != nil {
 		return err
+	}
+	if c.cfg.real() {
+		if err := c.prepareRealNodes(); err != nil {
+			return err
+		}
 	}
 	if err := c.startControlPlane(ctx); err != nil {
 		return err
 	}
 	if err := c.applyCRDs(ctx); err != nil {
 		return err
+	}
+	if c.cfg.real() {
+		return c.startRealCluster(ctx)
 	}
 	if err := c.applyDevManifest(ctx, caPEM); err != nil {
 		return err
@@ -81,9 +95,28 @@ func (c *cluster) start(ctx context.Context) error {
 	return c.startNodes(ctx)
 }
 
+// startRealCluster starts what a cluster of real nodes needs on the host besides the control
+// plane (the snapshot-controller), then the nodes, then installs the product into it.
+func (c *cluster) startRealCluster(ctx context.Context) error {
+	if err := c.startSnapshotController(ctx); err != nil {
+		return err
+	}
+	if err := c.startNodes(ctx); err != nil {
+		return err
+	}
+	if c.cfg.ProductDigest == "" {
+		return nil
+	}
+	return c.installProduct(ctx)
+}
+
 // teardown stops the guests, then the host processes in reverse order, and removes sockets.
 func (c *cluster) teardown() error {
 	errs := []error{c.stopNodes(), c.stopAll()}
+	if c.egress != nil {
+		c.egress.close()
+		_ = os.Remove(c.l.EgressSocket())
+	}
 	if err := os.RemoveAll(c.l.CSI()); err != nil {
 		errs = append(errs, fmt.Errorf("remove CSI sockets: %w", err))
 	}

@@ -24,9 +24,16 @@ type UpOptions struct {
 	// KubeAssets and CSITools are the binary directories; hack/kube-assets.sh and
 	// hack/csi-tools.sh build or find them when empty.
 	KubeAssets, CSITools string
-	// Nodes, Disks, DiskSize and MemoryMiB shape the guest nodes.
+	// Nodes, Disks, DiskSize and MemoryMiB shape the guest nodes; MemoryMiB 0 is the kind's
+	// default (DefaultMemoryMiB).
 	Nodes, Disks, MemoryMiB int
 	DiskSize                int64
+	// NodesKind is NodesReal or NodesStandin.
+	NodesKind string
+	// ImagesDir holds the OCI archives real nodes import (<repo>/_output/images when empty).
+	ImagesDir string
+	// NoProduct leaves the product out of a cluster of real nodes (to try the nodes alone).
+	NoProduct bool
 	// Timeout bounds the wait for the cluster after the supervisor started.
 	Timeout time.Duration
 	// Out receives progress.
@@ -97,12 +104,35 @@ func resetState(l Layout) error {
 // prepare finds the repository and the binaries and builds lvms and guestbridge.
 func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	cfg := Config{RepoDir: o.RepoDir, KubeAssets: o.KubeAssets, CSITools: o.CSITools, Nodes: o.Nodes,
-		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB,
+		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB, NodesKind: o.NodesKind,
 		LVMS: filepath.Join(l.Bin(), "lvms"), LVMSDev: filepath.Join(l.Bin(), "lvms-dev"), GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
+	if cfg.NodesKind == "" {
+		cfg.NodesKind = NodesStandin
+	}
+	if cfg.NodesKind != NodesReal && cfg.NodesKind != NodesStandin {
+		return cfg, fmt.Errorf("nodes kind %q: want %s or %s", cfg.NodesKind, NodesReal, NodesStandin)
+	}
+	if cfg.MemoryMiB <= 0 {
+		cfg.MemoryMiB = DefaultMemoryMiB[cfg.NodesKind]
+	}
 	var err error
 	if cfg.RepoDir == "" {
 		if cfg.RepoDir, err = findRepo(); err != nil {
 			return cfg, err
+		}
+	}
+	if cfg.real() {
+		if o.ImagesDir == "" {
+			o.ImagesDir = filepath.Join(cfg.RepoDir, "_output", "images")
+		}
+		if cfg.Images, err = findImages(o.ImagesDir); err != nil {
+			return cfg, err
+		}
+		if !o.NoProduct {
+			cfg.ProductDigestFile = filepath.Join(o.ImagesDir, "lvms.digest")
+			if cfg.ProductDigest, err = readDigest(cfg.ProductDigestFile); err != nil {
+				return cfg, err
+			}
 		}
 	}
 	steps := []struct {
@@ -121,9 +151,16 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 			return cfg, err
 		}
 	}
-	err = timed(o.Out, "go build lvms, lvms-dev, guestbridge", func() error {
-		if err := goBuild(ctx, l, cfg.RepoDir, cfg.LVMS, "./cmd/lvms"); err != nil {
-			return err
+	what := "go build lvms, lvms-dev, guestbridge"
+	if cfg.real() {
+		// The product runs from its image; only the host's and the guests' tools are built.
+		what, cfg.LVMS = "go build lvms-dev, guestbridge", ""
+	}
+	err = timed(o.Out, what, func() error {
+		if cfg.LVMS != "" {
+			if err := goBuild(ctx, l, cfg.RepoDir, cfg.LVMS, "./cmd/lvms"); err != nil {
+				return err
+			}
 		}
 		if err := goBuild(ctx, l, cfg.RepoDir, cfg.LVMSDev, "./cmd/lvms-dev"); err != nil {
 			return err
@@ -131,6 +168,27 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 		return goBuild(ctx, l, cfg.RepoDir, cfg.GuestBridge, "./internal/devcluster/bridge/guestbridge")
 	})
 	return cfg, err
+}
+
+// DefaultMemoryMiB is a guest's memory by nodes kind: a real node holds containerd's images
+// and the pods' writable layers on tmpfs besides kubelet (~90 MB) and containerd (~50 MB).
+var DefaultMemoryMiB = map[string]int{NodesReal: 1536, NodesStandin: 1024}
+
+// findImages lists the OCI archives in dir.
+func findImages(dir string) ([]string, error) {
+	tars, err := filepath.Glob(filepath.Join(dir, "*.tar"))
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	if len(tars) == 0 {
+		return nil, fmt.Errorf("no OCI archives (*.tar) in %s: build them with lvms-dev image build", dir)
+	}
+	for _, t := range tars {
+		if strings.ContainsAny(t, ": \t\n") {
+			return nil, fmt.Errorf("image archive path %q holds a colon or white space", t)
+		}
+	}
+	return tars, nil
 }
 
 // timed runs fn and reports how long it took.

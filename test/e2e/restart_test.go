@@ -20,12 +20,13 @@ import (
 
 // killAgentScript waits until the node agent runs lvm to create an LV and kills the agent with
 // SIGKILL while that command runs: the LV comes into being after the agent died, and the agent
-// never learned of it. hack/uml/dev-node.sh starts the agent again, as a kubelet restarts a
-// crashed DaemonSet pod. The [l] keeps pgrep and pkill from matching this shell's command line.
+// never learned of it. The kubelet restarts the crashed container of the DaemonSet pod (on
+// stand-in nodes hack/uml/dev-node.sh starts the agent again). The [l] keeps pgrep and pkill
+// from matching this shell's command line.
 const killAgentScript = `echo watching
 cmd=
 while [ -z "$cmd" ]; do cmd=$(pgrep -af '[l]vm lvcreate'); done
-if pkill -9 -f '[l]vms node --nsenter'; then echo "killed the node agent while it ran: $cmd"; else echo "no node agent to kill"; exit 1; fi`
+if pkill -9 -f '[l]vms node .*--node-name'; then echo "killed the node agent while it ran: $cmd"; else echo "no node agent to kill"; exit 1; fi`
 
 // TestAgentRestartMidProvisioning kills the node agent while it provisions a volume: after the
 // restart the claim is bound and usable, every LV on the node belongs to a LogicalVolume and
@@ -33,9 +34,7 @@ if pkill -9 -f '[l]vms node --nsenter'; then echo "killed the node agent while i
 func TestAgentRestartMidProvisioning(t *testing.T) {
 	e := newEnv(t)
 	node := e.nodes()[0]
-	killer := newPod("killer", killAgentScript)
-	killer.Spec.NodeName = node
-	e.create(killer)
+	e.create(e.hostPod("killer", node, killAgentScript))
 	e.running("killer")
 
 	e.claim("survivor", thinClass, "1Gi", false, "")

@@ -121,15 +121,15 @@ func (e *env) running(name string) *corev1.Pod {
 			return false, "", err
 		}
 		if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
-			return false, "", fmt.Errorf("pod %s ended (%s): %s", name, pod.Status.Phase, output(&pod))
+			return false, "", fmt.Errorf("pod %s ended (%s): %s", name, pod.Status.Phase, e.output(&pod))
 		}
 		return pod.Status.Phase == corev1.PodRunning, string(pod.Status.Phase), nil
 	})
 	return &pod
 }
 
-// waitOutput waits until the output of the running pod (the dev-kubelet's log tail, refreshed
-// every few seconds) contains substr.
+// waitOutput waits until the output of the running pod (its log; on stand-in nodes the
+// dev-kubelet's log tail, refreshed every few seconds) contains substr.
 func (e *env) waitOutput(name, substr string) {
 	e.t.Helper()
 	e.waitFor(fmt.Sprintf("pod %s to print %q", name, substr), func(ctx context.Context) (bool, string, error) {
@@ -137,7 +137,7 @@ func (e *env) waitOutput(name, substr string) {
 		if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &pod); err != nil {
 			return false, "", err
 		}
-		out := output(&pod)
+		out := e.output(&pod)
 		return strings.Contains(out, substr), fmt.Sprintf("phase %s, output %q", pod.Status.Phase, out), nil
 	})
 }

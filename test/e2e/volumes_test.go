@@ -157,7 +157,7 @@ func testExpansion(t *testing.T) {
 					return false, "", err
 				}
 				got := pvc.Status.Capacity[corev1.ResourceStorage]
-				kib := lastDF(output(&pod))
+				kib := lastDF(e.output(&pod))
 				return got.Cmp(two) >= 0 && kib > 3<<19, fmt.Sprintf("PVC %s, df %d KiB", got.String(), kib), nil
 			})
 		})

@@ -26,8 +26,9 @@
 //
 // Every stream starts with a header naming the address the opening side wants the other side to
 // dial, answered with "ok" or an error. A side only ever dials loopback IP addresses (127.0.0.0/8
-// or ::1), and only those in [Options.Allow] when that is set; every other request is refused and
-// reported to the opener. Host names, "localhost" included, are refused, so no lookup ever leaves
+// or ::1), and only those in [Options.Allow] when that is set, plus addresses in
+// [Options.AllowNets] (networks inside its own namespaces, e.g. a guest's pod network); every
+// other request is refused and reported to the opener. Host names, "localhost" included, are refused, so no lookup ever leaves
 // the machine. Listeners ([Options.Forward], [Session.Forward]) bind loopback addresses only.
 //
 // Connections end the way TCP does: when one end stops sending, the other end's reads see EOF

@@ -24,7 +24,8 @@ const (
 	maxHeader = 512
 )
 
-// ErrNotLoopback is returned for addresses that are not loopback IP literals.
+// ErrNotLoopback is returned for addresses that are not loopback IP literals (or, where
+// Options.AllowNets applies, not in one of those networks either).
 var ErrNotLoopback = errors.New("not a loopback IP address")
 
 // ErrRefused wraps the reason the other side gave for not connecting a stream.
@@ -123,19 +124,32 @@ func readReply(r io.Reader) error {
 // and a numeric port; port 0 is accepted only when anyPort is set (for listeners). It returns
 // the address in canonical form.
 func parseLoopback(addr string, anyPort bool) (string, error) {
+	ap, err := parseIPPort(addr, anyPort)
+	if err != nil {
+		return "", err
+	}
+	if !ap.Addr().IsLoopback() {
+		return "", fmt.Errorf("address %q: %w", addr, ErrNotLoopback)
+	}
+	return ap.String(), nil
+}
+
+// parseIPPort checks that addr is "ip:port" with an IP literal (never a host name, so no lookup
+// ever happens) and a numeric port, 0 only when anyPort is set.
+func parseIPPort(addr string, anyPort bool) (netip.AddrPort, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("address %q: %w", addr, err)
+		return netip.AddrPort{}, fmt.Errorf("address %q: %w", addr, err)
 	}
 	ip, err := netip.ParseAddr(host)
-	if err != nil || ip.Zone() != "" || !ip.IsLoopback() {
-		return "", fmt.Errorf("address %q: %w", addr, ErrNotLoopback)
+	if err != nil || ip.Zone() != "" {
+		return netip.AddrPort{}, fmt.Errorf("address %q: %w", addr, ErrNotLoopback)
 	}
 	p, err := strconv.ParseUint(port, 10, 16)
 	if err != nil || (p == 0 && !anyPort) {
-		return "", fmt.Errorf("address %q: invalid port", addr)
+		return netip.AddrPort{}, fmt.Errorf("address %q: invalid port", addr)
 	}
-	return netip.AddrPortFrom(ip.Unmap(), uint16(p)).String(), nil
+	return netip.AddrPortFrom(ip.Unmap(), uint16(p)), nil
 }
 
 // loopbackPort is the IPv4 loopback address with the given port.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,8 +35,12 @@ type Options struct {
 	// the port).
 	Forward map[string]string
 	// Allow lists the local addresses the other side may ask this side to dial. When empty, any
-	// loopback address is allowed; non-loopback addresses are always refused.
+	// loopback address is allowed; non-loopback addresses are refused unless in AllowNets.
 	Allow []string
+	// AllowNets are non-loopback networks the other side may ask this side to dial, by IP
+	// literal: networks that exist only inside this side's own namespaces, such as a guest
+	// node's pod network (the host reaches a webhook pod there).
+	AllowNets []netip.Prefix
 	// Log receives per-connection errors and, at V(1), connection events. The zero Logger
 	// discards.
 	Log logr.Logger
@@ -54,6 +60,7 @@ type Session struct {
 	line        *recordingConn
 	log         logr.Logger
 	allow       map[string]bool
+	allowNets   []netip.Prefix
 	dialTimeout time.Duration
 	handshake   time.Duration
 
@@ -96,6 +103,7 @@ func start(line io.ReadWriteCloser, server bool, allow map[string]bool, opts Opt
 		line:        &recordingConn{ReadWriteCloser: newCreditConn(line, opts.LineWindow)},
 		log:         opts.Log,
 		allow:       allow,
+		allowNets:   opts.AllowNets,
 		dialTimeout: opts.DialTimeout,
 		handshake:   opts.HandshakeTimeout,
 		done:        make(chan struct{}),
@@ -181,14 +189,16 @@ func (s *Session) Wait() error {
 func (s *Session) NumStreams() int { return s.mux.NumStreams() }
 
 // Dial opens a connection to target as dialed by the other side, which must allow it. target
-// is a loopback "ip:port" in the other side's network namespace. The returned connection's
+// is an "ip:port" in the other side's network namespace: a loopback address, or one in the
+// other side's AllowNets. The returned connection's
 // Close ends this side's sending half (like TCP CloseWrite); the stream goes away once the
 // other side has finished too, or the session ends.
 func (s *Session) Dial(ctx context.Context, target string) (net.Conn, error) {
-	canon, err := parseLoopback(target, false)
+	ap, err := parseIPPort(target, false)
 	if err != nil {
 		return nil, fmt.Errorf("bridge dial: %w", err)
 	}
+	canon := ap.String()
 	st, err := s.mux.OpenStream()
 	if err != nil {
 		return nil, fmt.Errorf("bridge dial %s: open stream: %w", canon, err)
@@ -325,11 +335,17 @@ func (s *Session) serveStream(st *yamux.Stream) {
 
 // dialLocal dials target for the other side if the policy allows it.
 func (s *Session) dialLocal(target string) (net.Conn, error) {
-	canon, err := parseLoopback(target, false)
+	ap, err := parseIPPort(target, false)
 	if err != nil {
 		return nil, err
 	}
-	if s.allow != nil && !s.allow[canon] {
+	canon := ap.String()
+	switch {
+	case !ap.Addr().IsLoopback():
+		if !slices.ContainsFunc(s.allowNets, func(p netip.Prefix) bool { return p.Contains(ap.Addr()) }) {
+			return nil, fmt.Errorf("address %q: %w", target, ErrNotLoopback)
+		}
+	case s.allow != nil && !s.allow[canon]:
 		return nil, fmt.Errorf("address %s is not in the allowed list", canon)
 	}
 	d := net.Dialer{Timeout: s.dialTimeout}

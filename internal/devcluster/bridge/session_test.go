@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"runtime"
 	"strings"
 	"sync"
@@ -113,7 +114,7 @@ func TestPeerRefusesTargets(t *testing.T) {
 
 func TestLocalChecks(t *testing.T) {
 	ctx := context.Background()
-	h, g := bridgePair(t, "pipe", Options{}, Options{})
+	h, g := bridgePair(t, "pipe", Options{}, Options{AllowNets: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}})
 	for _, tc := range []struct {
 		name string
 		call func() error
@@ -121,6 +122,7 @@ func TestLocalChecks(t *testing.T) {
 	}{
 		{"dial non-loopback", func() error { _, err := g.Dial(ctx, "10.0.0.1:6443"); return err }, "not a loopback"},
 		{"dial host name", func() error { _, err := h.Dial(ctx, "localhost:80"); return err }, "not a loopback"},
+		{"dial outside allowed nets", func() error { _, err := h.Dial(ctx, "10.245.0.1:443"); return err }, "not a loopback"},
 		{"forward non-loopback listen", func() error { _, err := g.Forward("0.0.0.0:0", "127.0.0.1:1"); return err }, "not a loopback"},
 		{"forward non-loopback target", func() error { _, err := g.Forward("127.0.0.1:0", "10.0.0.1:1"); return err }, "not a loopback"},
 		{"expose wildcard", func() error { _, err := h.Expose(":0", 80); return err }, "not a loopback"},

@@ -181,13 +181,16 @@ func (d *demo) up(ctx context.Context) error {
 }
 
 func (d *demo) connect(ctx context.Context) error {
-	k, err := newKube(d.l.Kubeconfig(), d.o.Namespace, d.o.StepTimeout, d.out)
-	if err == nil {
-		k.accessMode = corev1.PersistentVolumeAccessMode(d.o.AccessMode)
-	}
+	cfg, err := devcluster.ReadConfig(d.l)
 	if err != nil {
 		return err
 	}
+	k, err := newKube(d.l.Kubeconfig(), d.o.Namespace, d.o.StepTimeout, d.out)
+	if err != nil {
+		return err
+	}
+	k.accessMode = corev1.PersistentVolumeAccessMode(d.o.AccessMode)
+	k.real = cfg.NodesKind == devcluster.NodesReal
 	d.k = k
 	nodes, err := k.readyNodes(ctx)
 	if err != nil {

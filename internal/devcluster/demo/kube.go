@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,15 +23,25 @@ import (
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
 
-// logTailAnnotation is where the dev-kubelet writes the last lines of a pod's output.
+// logTailAnnotation is where the dev-kubelet (stand-in nodes) writes the last lines of a pod's
+// output.
 const logTailAnnotation = "dev.lvms.io/log-tail"
+
+// WorkloadImage is the demo pods' image (busybox), imported into every real node.
+const WorkloadImage = "lvms.local/workload:dev"
+
+// outputLines is how much of a pod's log the demo reads and shows.
+const outputLines = 20
 
 // pollInterval is how often the demo looks at the objects it waits for.
 const pollInterval = 500 * time.Millisecond
 
 // kube is the demo's API access.
 type kube struct {
-	c       client.Client
+	c  client.Client
+	cs kubernetes.Interface
+	// real is set on a cluster of real nodes: pods are containers, their output is the pod log.
+	real    bool
 	ns      string
 	timeout time.Duration
 	out     io.Writer
@@ -53,7 +65,11 @@ func newKube(kubeconfig, ns string, timeout time.Duration, out io.Writer) (*kube
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
-	return &kube{c: c, ns: ns, timeout: timeout, out: out}, nil
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("clientset for %s: %w", cfg.Host, err)
+	}
+	return &kube{c: c, cs: cs, ns: ns, timeout: timeout, out: out}, nil
 }
 
 // waitFor polls cond until it is done; cond describes what it saw, and a timeout reports the last
@@ -103,6 +119,9 @@ type podSpec struct {
 	// which a WaitForFirstConsumer claim needs.
 	nodeName, onNode string
 	restart          corev1.RestartPolicy
+	// host runs the script in the node's own mount namespace (a privileged hostPID pod), to run
+	// the node's lvm2 commands.
+	host bool
 }
 
 func (k *kube) createPod(ctx context.Context, s podSpec) error {
@@ -112,12 +131,18 @@ func (k *kube) createPod(ctx context.Context, s podSpec) error {
 			NodeName:      s.nodeName,
 			RestartPolicy: s.restart,
 			Containers: []corev1.Container{{
-				Name:    "main",
-				Image:   "none.invalid/dev-kubelet-runs-commands-only",
-				Command: []string{"sh", "-c", s.script},
+				Name:            "main",
+				Image:           WorkloadImage,
+				ImagePullPolicy: corev1.PullNever, // imported into the nodes, no registry
+				Command:         []string{"sh", "-c", s.script},
 			}},
 			TerminationGracePeriodSeconds: new(int64(2)),
 		},
+	}
+	if s.host && k.real {
+		pod.Spec.HostPID = true
+		pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
+		pod.Spec.Containers[0].Command = []string{"/bin/busybox", "nsenter", "--target=1", "--mount", "--", "sh", "-c", s.script}
 	}
 	if s.onNode != "" {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: s.onNode}
@@ -144,7 +169,7 @@ func (k *kube) podPhase(ctx context.Context, name string, phases ...corev1.PodPh
 			return true, "", nil
 		}
 		if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
-			return false, "", fmt.Errorf("pod %s ended %s: %s", name, pod.Status.Phase, output(&pod))
+			return false, "", fmt.Errorf("pod %s ended %s: %s", name, pod.Status.Phase, k.output(ctx, &pod))
 		}
 		return false, describePod(&pod), nil
 	})
@@ -165,8 +190,17 @@ func describePod(pod *corev1.Pod) string {
 	return s
 }
 
-// output is the pod's last output: the terminated container's message, else the log-tail annotation.
-func output(pod *corev1.Pod) string {
+// output is the pod's last output: its log on real nodes (the pods/log API, which the apiserver
+// fetches from the kubelet); on stand-in nodes the terminated container's message, else the
+// dev-kubelet's log-tail annotation.
+func (k *kube) output(ctx context.Context, pod *corev1.Pod) string {
+	if k.real {
+		b, err := k.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: new(int64(outputLines))}).DoRaw(ctx)
+		if err != nil {
+			return fmt.Sprintf("(no log: %v)", err)
+		}
+		return strings.TrimRight(string(b), "\n")
+	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil && t.Message != "" {
 			return t.Message
@@ -177,14 +211,14 @@ func output(pod *corev1.Pod) string {
 
 // runOnNode runs script as a pod bound to node and returns its output; the pod is deleted after.
 func (k *kube) runOnNode(ctx context.Context, node, name, script string) (string, error) {
-	if err := k.createPod(ctx, podSpec{name: name, script: script, nodeName: node, restart: corev1.RestartPolicyNever}); err != nil {
+	if err := k.createPod(ctx, podSpec{name: name, script: script, nodeName: node, restart: corev1.RestartPolicyNever, host: true}); err != nil {
 		return "", err
 	}
 	pod, err := k.podPhase(ctx, name, corev1.PodSucceeded)
 	if err != nil {
 		return "", err
 	}
-	out := output(pod)
+	out := k.output(ctx, pod)
 	return out, k.deletePods(ctx, name)
 }
 

@@ -50,7 +50,7 @@ func (d *demo) expand(ctx context.Context) error {
 		if err := d.k.c.Get(ctx, client.ObjectKey{Namespace: d.k.ns, Name: podName}, &p); err != nil {
 			return false, "", fmt.Errorf("get pod %s: %w", podName, err)
 		}
-		tail = output(&p)
+		tail = d.k.output(ctx, &p)
 		kib, ok := lastDFSize(tail)
 		return ok && kib > 3<<19, fmt.Sprintf("df output %q", tail), nil // > 1.5 GiB
 	})
@@ -110,7 +110,7 @@ func (d *demo) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out := output(pod)
+	out := d.k.output(ctx, pod)
 	fmt.Fprintf(d.out, "pod %s ran on node %s, output:\n%s\n", clonePodName, pod.Spec.NodeName, indent(out))
 	if !strings.Contains(out, greeting) {
 		return fmt.Errorf("the clone does not hold the written data: pod %s printed %q", clonePodName, out)

@@ -88,7 +88,7 @@ func (k *kube) logicalVolumes(ctx context.Context, volumeIDs ...string) ([]topol
 	return found, nil
 }
 
-// waitOutput waits until the pod's output (log-tail annotation) satisfies ok and returns it.
+// waitOutput waits until the pod's output contains want and returns it.
 func (k *kube) waitOutput(ctx context.Context, pod string, want string) (string, error) {
 	var tail string
 	err := k.waitFor(ctx, fmt.Sprintf("pod %s to print %q", pod, want), func(ctx context.Context) (bool, string, error) {
@@ -96,7 +96,7 @@ func (k *kube) waitOutput(ctx context.Context, pod string, want string) (string,
 		if err := k.c.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: pod}, &p); err != nil {
 			return false, "", fmt.Errorf("get pod %s: %w", pod, err)
 		}
-		tail = output(&p)
+		tail = k.output(ctx, &p)
 		return strings.Contains(tail, want), describePod(&p) + " output " + fmt.Sprintf("%q", tail), nil
 	})
 	return tail, err

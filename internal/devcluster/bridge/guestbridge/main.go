@@ -4,7 +4,8 @@
 //	guestbridge -tty /dev/ttyS1 -forward 127.0.0.1:6443=127.0.0.1:6443 -ready /run/bridge.ready &
 //
 // Each -forward LISTEN=TARGET listens on the guest's LISTEN and carries connections to the host's
-// TARGET; the host may dial any guest loopback address, or only those given with -allow. It
+// TARGET; the host may dial any guest loopback address, or only those given with -allow, and
+// addresses in the networks given with -allow-net (e.g. the guest's pod network). It
 // prints "guestbridge: ready" to stderr (and creates the -ready file) once the host has answered
 // and the listeners are open, and runs until the line ends (exit 1) or SIGTERM/SIGINT (exit 0).
 // Build it with CGO_ENABLED=0 so it runs in any guest.
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -46,11 +48,12 @@ type config struct {
 
 func parseFlags(args []string) (config, error) {
 	var c config
-	var forward, allow listFlag
+	var forward, allow, allowNets listFlag
 	fs := flag.NewFlagSet("guestbridge", flag.ContinueOnError)
 	fs.StringVar(&c.tty, "tty", "/dev/ttyS1", "serial line to the host")
 	fs.Var(&forward, "forward", "LISTEN=TARGET: carry connections to guest LISTEN to host TARGET (repeatable)")
 	fs.Var(&allow, "allow", "guest address the host may dial (repeatable; default: any loopback address)")
+	fs.Var(&allowNets, "allow-net", "non-loopback guest network (CIDR) the host may dial addresses in (repeatable)")
 	fs.StringVar(&c.ready, "ready", "", "file to create once the bridge is up")
 	fs.DurationVar(&c.wait, "wait", 5*time.Minute, "how long to wait for the host to answer")
 	fs.IntVar(&c.verbosity, "v", 0, "log verbosity (1 logs every connection)")
@@ -62,6 +65,13 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	c.opts.Allow = allow
+	for _, n := range allowNets {
+		p, err := netip.ParsePrefix(n)
+		if err != nil {
+			return c, fmt.Errorf("-allow-net %q: %w", n, err)
+		}
+		c.opts.AllowNets = append(c.opts.AllowNets, p.Masked())
+	}
 	c.opts.Forward = map[string]string{}
 	for _, f := range forward {
 		listen, target, ok := strings.Cut(f, "=")
