@@ -10,7 +10,7 @@ import (
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
 
-// schemaCases are the rows S1-S20 (upstream's CRD schema) and X1-X5 (upstream's examples).
+// schemaCases are the rows S1-S14 (upstream's CRD schema: device classes, thin pools, RAID).
 func schemaCases() []compatCase {
 	tp := func(f func(*lvmv1alpha1.ThinPoolConfig)) []clusterOpt { return []clusterOpt{thin(f)} }
 	raid := func(r lvmv1alpha1.RAIDConfig, paths ...string) []clusterOpt {
@@ -70,6 +70,13 @@ func schemaCases() []compatCase {
 			by: byCRD, want: []string{"raidConfig.stripes", "greater than or equal to 2"}},
 		{rule: "S14", name: "raidConfig changed", create: raid(lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType1}, "/dev/sdb", "/dev/sdc", "/dev/sdd"),
 			update: []clusterOpt{withRAID(lvmv1alpha1.RAIDConfig{Type: r5})}, by: byCRD, want: []string{"raidConfig", "raidConfig is immutable"}},
+	}
+}
+
+// storageClassSchemaCases are the rows S15-S20 (upstream's CRD schema: StorageClass options and
+// optional fields) and X1-X5 (upstream's examples).
+func storageClassSchemaCases() []compatCase {
+	return []compatCase{
 		{rule: "S15", name: "storageClassOptions defaults", check: func(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 			o := c.Spec.Storage.DeviceClasses[0].StorageClassOptions
 			if o == nil || o.ReclaimPolicy == nil || o.VolumeBindingMode == nil {

@@ -42,8 +42,12 @@ type compatCase struct {
 // TestAPICompat runs every case of docs/api-compat.md twice: against the CRDs alone, and with the
 // admission webhook installed.
 func TestAPICompat(t *testing.T) {
-	cases := append(append(append([]compatCase{}, schemaCases()...), webhookRuleCases()...), updateCases()...)
-	cases = append(cases, extraCases()...)
+	var cases []compatCase
+	for _, group := range [][]compatCase{
+		schemaCases(), storageClassSchemaCases(), webhookRuleCases(), thinAndLabelCases(), updateCases(), extraCases(),
+	} {
+		cases = append(cases, group...)
+	}
 	for _, mode := range []struct {
 		name    string
 		webhook bool

@@ -10,25 +10,18 @@ import (
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
 
-// webhookRuleCases are the rows W1-W25 (upstream's webhook checks on create and update) and A1-A7
-// (admission warnings).
+// webhookRuleCases are the rows W1-W15 (upstream's webhook checks on create and update: namespace,
+// one LVMCluster, defaults, RAID, device selectors).
 func webhookRuleCases() []compatCase {
 	raid := func(r lvmv1alpha1.RAIDConfig, paths ...string) []clusterOpt {
 		return []clusterOpt{thick(), withPaths(paths...), withRAID(r)}
 	}
-	tp := func(f func(*lvmv1alpha1.ThinPoolConfig)) []clusterOpt { return []clusterOpt{thin(f)} }
 	r1, r5, r10 := lvmv1alpha1.RAIDType1, lvmv1alpha1.RAIDType5, lvmv1alpha1.RAIDType10
 	two := func(a, b lvmv1alpha1.DeviceClass) []clusterOpt {
 		return []clusterOpt{func(c *lvmv1alpha1.LVMCluster) {
 			a.Default = true
 			c.Spec.Storage.DeviceClasses = []lvmv1alpha1.DeviceClass{a, b}
 		}}
-	}
-	static := func(size string) func(*lvmv1alpha1.ThinPoolConfig) {
-		return func(p *lvmv1alpha1.ThinPoolConfig) {
-			p.MetadataSize = qty(size)
-			p.MetadataSizeCalculationPolicy = lvmv1alpha1.MetadataSizeCalculationPolicyStatic
-		}
 	}
 	return []compatCase{
 		{rule: "W1", name: "outside the operator namespace", create: []clusterOpt{func(c *lvmv1alpha1.LVMCluster) { c.Namespace = "default" }},
@@ -78,6 +71,20 @@ func webhookRuleCases() []compatCase {
 			by: byCRD, want: []string{"deviceSelector.paths[1]", `Duplicate value: "/dev/sdb"`}},
 		{rule: "W15", name: "path in paths and optionalPaths", create: []clusterOpt{withPaths("/dev/sdb"), withOptionalPaths("/dev/sdb")},
 			by: byCRD, want: []string{"deviceClasses[0].deviceSelector", "listed in both paths and optionalPaths"}},
+	}
+}
+
+// thinAndLabelCases are the rows W17-W25 (upstream's webhook checks of thin pool sizes and
+// StorageClass options) and A1-A7 (admission warnings).
+func thinAndLabelCases() []compatCase {
+	tp := func(f func(*lvmv1alpha1.ThinPoolConfig)) []clusterOpt { return []clusterOpt{thin(f)} }
+	static := func(size string) func(*lvmv1alpha1.ThinPoolConfig) {
+		return func(p *lvmv1alpha1.ThinPoolConfig) {
+			p.MetadataSize = qty(size)
+			p.MetadataSizeCalculationPolicy = lvmv1alpha1.MetadataSizeCalculationPolicyStatic
+		}
+	}
+	return []compatCase{
 		{rule: "W17", name: "chunkSize with Host policy", create: tp(func(p *lvmv1alpha1.ThinPoolConfig) {
 			p.ChunkSize = qty("128Ki")
 			p.ChunkSizeCalculationPolicy = lvmv1alpha1.ChunkSizeCalculationPolicyHost
