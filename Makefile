@@ -36,6 +36,15 @@ image: ## Build the product image ghcr.io/lvm-operator/lvms as an OCI archive in
 images: ## Build every image of the local cluster (lvms, workload, pause, CSI sidecars via hack/csi-tools.sh) into _output/images.
 	go run ./cmd/lvms-dev image build --version "$(VERSION)" --commit "$(GIT_COMMIT)"
 
+.PHONY: pin-image
+pin-image: ## Build the lvms image and pin its digest in config/default (then make dist): for a release, after make push.
+	$(MAKE) image
+	digest="$$(grep -oE 'sha256:[0-9a-f]{64}' _output/images/lvms.digest | head -1)"; \
+	[[ -n "$${digest}" ]] || { echo "pin-image: no digest in _output/images/lvms.digest" >&2; exit 1; }; \
+	sed -i -E "s/^(  )(newTag|digest): .*/\1digest: $${digest}/" config/default/kustomization.yaml; \
+	echo "pin-image: config/default pins ghcr.io/lvm-operator/lvms@$${digest}"
+	$(MAKE) dist
+
 .PHONY: push
 push: ## Build the product image and push it to IMG=registry/repo:tag (credentials from ~/.docker/config.json).
 	@[[ -n "$(IMG)" ]] || { echo "usage: make push IMG=registry/repo:tag" >&2; exit 1; }

@@ -18,7 +18,9 @@ digest=sha256:0000000000000000000000000000000000000000000000000000000000000001
 	--set image.repository=registry.example.test/lvms --set image.digest="${digest}" >"${out}/custom.yaml"
 
 fail=0
-grep -q "image: 'ghcr.io/lvm-operator/lvms:v" "${out}/default.yaml" || { echo "check-dist: FAIL: default image is not ghcr.io/lvm-operator/lvms:<tag>" >&2; fail=1; }
+# With default values the chart runs exactly the image dist/install.yaml pins.
+pinned="$(grep -oE 'image: ghcr.io/lvm-operator/lvms[:@][^ ]+' dist/install.yaml | head -1 | cut -d' ' -f2)"
+grep -q "image: '${pinned}'" "${out}/default.yaml" || { echo "check-dist: FAIL: the chart's default image is not ${pinned:-?} (dist/install.yaml)" >&2; fail=1; }
 grep -q "image: 'registry.example.test/lvms@${digest}'" "${out}/custom.yaml" || { echo "check-dist: FAIL: image.digest does not reach the operator" >&2; fail=1; }
 if grep -q "lvms-system" "${out}/custom.yaml"; then
 	echo "check-dist: FAIL: a template still names lvms-system when installed into storage-x:" >&2
