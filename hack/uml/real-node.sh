@@ -94,11 +94,18 @@ for img in $IMAGES; do
 	log "imported $(basename "$img") ($(elapsed))"
 done
 IFS=$old_ifs
+# Manifests pin images by digest (repo@sha256:...); the CRI plugin resolves only names that exist
+# in containerd, and an import creates the tag name alone: add the digest name of each image.
+ctr -n k8s.io images ls | awk 'NR > 1 && $1 !~ /^sha256:/ && $1 !~ /@/ {
+	ref = $1; sub(/:[^:\/]*$/, "", ref); print $1, ref "@" $3 }' |
+	while read -r name digest_ref; do
+		ctr -n k8s.io images tag --force "$name" "$digest_ref" >/dev/null || exit 1
+	done || fail "tag the images by digest"
 
 wait_for /run/lvms-node/bridge.ready "$bridge" guestbridge
 log "bridge up ($(elapsed))"
 "$KUBELET" --config="$NODE_DIR/kubelet.yaml" --kubeconfig="$NODE_DIR/kubeconfig" \
-	--hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1 \
+	--hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --housekeeping-interval=60s --v=0 \
 	>>"$LOG_DIR/$LOG_PREFIX-kubelet.log" 2>&1 &
 kubelet=$!
 log "kubelet pid $kubelet"

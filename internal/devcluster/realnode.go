@@ -37,7 +37,10 @@ const (
 // §D): containerd 1.6 has no CRI RuntimeConfig, so the cgroup driver is set here (cgroupfs, no
 // systemd in the guest); imported images must never be garbage collected (there is no registry
 // to pull them from again); the guest's state lives on tmpfs, whose usage cAdvisor cannot
-// attribute, so local-storage isolation and disk-based eviction are off.
+// attribute, so local-storage isolation and disk-based eviction are off. Every system call
+// costs a ptrace round trip under UML, so periodic work is thinned out: node status every 20 s
+// (the Lease still renews every 10 s), no volume usage stats (real-node.sh also sets cAdvisor's
+// housekeeping to 60 s).
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 0.0.0.0
@@ -64,6 +67,8 @@ serializeImagePulls: false
 enforceNodeAllocatable: [pods]
 maxPods: 40
 shutdownGracePeriod: 0s
+nodeStatusUpdateFrequency: 20s
+volumeStatsAggPeriod: 0s
 `
 
 // containerdConfig runs pods with crun (each exec of a big binary costs about a second under

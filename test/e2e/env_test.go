@@ -265,7 +265,7 @@ func (e *env) hostPod(name, node, script string) *corev1.Pod {
 	if e.real {
 		pod.Spec.HostPID = true
 		pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
-		pod.Spec.Containers[0].Command = []string{"/bin/busybox", "nsenter", "--target=1", "--mount", "--", "sh", "-c", script}
+		pod.Spec.Containers[0].Command = []string{"/bin/busybox", "nsenter", "--target=1", "--mount", "--", "/bin/sh", "-c", script}
 	}
 	return pod
 }

@@ -142,7 +142,7 @@ func (k *kube) createPod(ctx context.Context, s podSpec) error {
 	if s.host && k.real {
 		pod.Spec.HostPID = true
 		pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
-		pod.Spec.Containers[0].Command = []string{"/bin/busybox", "nsenter", "--target=1", "--mount", "--", "sh", "-c", s.script}
+		pod.Spec.Containers[0].Command = []string{"/bin/busybox", "nsenter", "--target=1", "--mount", "--", "/bin/sh", "-c", s.script}
 	}
 	if s.onNode != "" {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: s.onNode}
