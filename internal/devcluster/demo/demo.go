@@ -145,10 +145,25 @@ func (d *demo) steps() []step {
 	}
 }
 
-// logPaths expands the component names to the log files that exist.
+// podLogs are the kubectl commands that show a component's log on real nodes, where the product
+// runs in pods.
+var podLogs = map[string]string{
+	"operator":        "kubectl -n " + devcluster.Namespace + " logs deploy/lvms-operator -c operator",
+	"csi-provisioner": "kubectl -n " + devcluster.Namespace + " logs deploy/lvms-operator -c csi-provisioner",
+	"csi-resizer":     "kubectl -n " + devcluster.Namespace + " logs deploy/lvms-operator -c csi-resizer",
+	"csi-snapshotter": "kubectl -n " + devcluster.Namespace + " logs deploy/lvms-operator -c csi-snapshotter",
+	"node-*-agent":    "kubectl -n " + devcluster.Namespace + " logs -l app.kubernetes.io/name=lvms-node --prefix",
+}
+
+// logPaths expands the component names to the log files that exist (on real nodes, the product's
+// components to the kubectl commands that show their logs).
 func (d *demo) logPaths(names []string) []string {
 	var paths []string
 	for _, n := range names {
+		if cmd, ok := podLogs[n]; ok && d.k != nil && d.k.real {
+			paths = append(paths, cmd)
+			continue
+		}
 		p := d.l.Log(n)
 		if m, _ := filepath.Glob(p); len(m) > 0 {
 			paths = append(paths, m...)
