@@ -113,6 +113,9 @@ func tarDir(dir, out string, mtime time.Time) error {
 		return fmt.Errorf("create %s: %w", out, err)
 	}
 	defer os.Remove(f.Name())
+	if err := f.Chmod(0o644); err != nil {
+		return errors.Join(fmt.Errorf("write %s: %w", out, err), f.Close())
+	}
 	tw := tar.NewWriter(f)
 	for _, p := range files {
 		if err := addFileToTar(tw, dir, p, mtime); err != nil {
