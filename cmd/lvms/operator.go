@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -134,13 +135,13 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 			return err
 		}
 	}
-	go func() {
-		// The webhook serves only once its certificate exists.
-		<-certsReady
-		if err := lvmswebhook.NewLVMClusterValidator(mgr.GetAPIReader(), f.namespace).SetupWithManager(mgr); err != nil {
-			ctrl.Log.Error(err, "Set up LVMCluster webhook")
-		}
-	}()
+	// The webhook serves only once its certificate exists; a failed registration ends mgr.Start.
+	validator := lvmswebhook.NewLVMClusterValidator(mgr.GetAPIReader(), f.namespace)
+	if err := mgr.Add(delayedSetup{ready: certsReady, what: "LVMCluster webhook", setup: func() error {
+		return validator.SetupWithManager(mgr)
+	}}); err != nil {
+		return fmt.Errorf("add LVMCluster webhook setup: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
@@ -200,3 +201,28 @@ func namespacedCache(namespace string, extra ...client.Object) cache.Options {
 	}
 	return cache.Options{ByObject: byObject}
 }
+
+// delayedSetup is a manager Runnable that runs setup once ready is closed. An error from setup is
+// returned from Start, which stops the manager (and so the operator) with that error. It does not
+// wait for leader election: every replica serves the webhook.
+type delayedSetup struct {
+	ready <-chan struct{}
+	what  string
+	setup func() error
+}
+
+// Start waits for ready (or the end of ctx) and runs setup.
+func (d delayedSetup) Start(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-d.ready:
+	}
+	if err := d.setup(); err != nil {
+		return fmt.Errorf("set up %s: %w", d.what, err)
+	}
+	return nil
+}
+
+// NeedLeaderElection is false: the setup runs on every replica.
+func (delayedSetup) NeedLeaderElection() bool { return false }
