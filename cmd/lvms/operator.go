@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -145,7 +147,7 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", mgr.GetWebhookServer().StartedChecker()); err != nil {
+	if err := mgr.AddReadyzCheck("readyz", webhookReady(mgr, certsReady)); err != nil {
 		return fmt.Errorf("add ready check: %w", err)
 	}
 	return mgr.Start(cmd.Context())
@@ -200,6 +202,23 @@ func namespacedCache(namespace string, extra ...client.Object) cache.Options {
 		byObject[o] = inNamespace
 	}
 	return cache.Options{ByObject: byObject}
+}
+
+// errCertNotReady is the readiness failure while the webhook certificate is being issued.
+var errCertNotReady = errors.New("webhook serving certificate not written yet")
+
+// webhookReady reports ready once the webhook server serves. It must not touch the webhook server
+// before the certificate exists: asking the manager for it adds it, and a server started without
+// its certificate files ends the operator.
+func webhookReady(mgr ctrl.Manager, certsReady <-chan struct{}) healthz.Checker {
+	return func(req *http.Request) error {
+		select {
+		case <-certsReady:
+			return mgr.GetWebhookServer().StartedChecker()(req)
+		default:
+			return errCertNotReady
+		}
+	}
 }
 
 // delayedSetup is a manager Runnable that runs setup once ready is closed. An error from setup is
