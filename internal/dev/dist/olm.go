@@ -32,9 +32,10 @@ const operatorContainer = "operator"
 
 // bundleKinds are the kinds of the install and what the bundle does with each: OLM creates the
 // namespace (OperatorGroup), the service accounts, the RBAC (from the CSV's permissions), the
-// webhook Service and configuration (from webhookdefinitions, with a certificate it manages).
+// webhook Service and configuration (from webhookdefinitions, with a certificate it manages, so
+// the Secret the self-signed mode keeps its certificate in is left out).
 var bundleKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "Role", "ClusterRole",
-	"RoleBinding", "ClusterRoleBinding", "Service", "Deployment", "ValidatingWebhookConfiguration"}
+	"RoleBinding", "ClusterRoleBinding", "Service", "Secret", "Deployment", "ValidatingWebhookConfiguration"}
 
 // bundleFiles renders the OLM bundle (registry+v1): the ClusterServiceVersion, the CRDs and the
 // annotations.

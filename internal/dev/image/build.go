@@ -178,7 +178,10 @@ func (b *Builder) Sidecars(_ context.Context) ([]Result, error) {
 		if err != nil {
 			return out, err
 		}
-		res, err := b.staticImage(static{ref: s.Ref, name: s.Name, source: s.Source, file: file, bin: bin})
+		// The operator pod runs its sidecars with runAsNonRoot, as the upstream images (distroless
+		// nonroot) allow.
+		res, err := b.staticImage(static{ref: s.Ref, name: s.Name, source: s.Source, file: file, bin: bin,
+			user: fmt.Sprintf("%d:%d", nonrootUID, nonrootUID)})
 		if err != nil {
 			return out, err
 		}
