@@ -1,0 +1,81 @@
+//go:build e2e && realnodes
+
+// These tests need the product installed from config/default (real-node dev cluster, issue 11):
+// hack/e2e.sh enables the realnodes tag once real nodes are its default.
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+)
+
+// TestInstalledPrivileges asks the API server what the service accounts of the install may do:
+// the node agent and the operator run with their own, minimal roles. The allowed rows prove the
+// install's RBAC is in place (a cluster without it would deny everything and pass the rest).
+func TestInstalledPrivileges(t *testing.T) {
+	e := newEnv(t)
+	node := "system:serviceaccount:" + operatorNS + ":lvms-node"
+	operator := "system:serviceaccount:" + operatorNS + ":lvms-operator"
+	tests := []struct {
+		user, verb, group, resource, namespace string
+		allowed                                bool
+	}{
+		{node, "list", "", "secrets", "", false},
+		{node, "get", "", "secrets", operatorNS, false},
+		{node, "create", "apps", "daemonsets", operatorNS, false},
+		{node, "delete", "storage.k8s.io", "storageclasses", "", false},
+		{node, "update", "topolvm.io", "logicalvolumes", "", true},
+		{node, "patch", "", "nodes", "", true},
+		{operator, "list", "", "secrets", "", false},
+		{operator, "get", "", "secrets", operatorNS, true},
+		{operator, "create", "apps", "daemonsets", operatorNS, true},
+		{operator, "update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", true},
+	}
+	for _, tt := range tests {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: tt.user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: tt.verb, Group: tt.group, Resource: tt.resource, Namespace: tt.namespace,
+			},
+		}}
+		if err := e.c.Create(e.ctx(), sar); err != nil {
+			t.Fatalf("SubjectAccessReview: %v", err)
+		}
+		where := "cluster-wide"
+		if tt.namespace != "" {
+			where = "in " + tt.namespace
+		}
+		if sar.Status.Allowed != tt.allowed {
+			t.Errorf("%s may %s %s.%s %s: %v, want %v (%s)", tt.user, tt.verb, tt.resource, tt.group, where,
+				sar.Status.Allowed, tt.allowed, sar.Status.Reason)
+		}
+	}
+}
+
+// TestWebhookRejectsThroughAPIServer creates a second LVMCluster: only the admission webhook knows
+// about the first one, so the refusal proves the API server reaches the webhook over its
+// self-managed certificate.
+func TestWebhookRejectsThroughAPIServer(t *testing.T) {
+	e := newEnv(t)
+	second := &lvmv1alpha1.LVMCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-second", Namespace: operatorNS},
+		Spec: lvmv1alpha1.LVMClusterSpec{Storage: lvmv1alpha1.Storage{DeviceClasses: []lvmv1alpha1.DeviceClass{
+			{Name: "other", Default: true, ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{Name: "pool", SizePercent: 90, OverprovisionRatio: 10}},
+		}}},
+	}
+	err := e.c.Create(e.ctx(), second)
+	if err == nil {
+		_ = e.c.Delete(e.ctx(), second)
+		t.Fatal("a second LVMCluster was accepted; the webhook did not run")
+	}
+	if !strings.Contains(err.Error(), `admission webhook "vlvmcluster.lvm.topolvm.io" denied the request`) {
+		t.Fatalf("second LVMCluster refused, but not by the webhook: %v", err)
+	}
+	t.Logf("refused as expected: %v", err)
+}
