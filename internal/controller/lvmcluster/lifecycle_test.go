@@ -209,13 +209,17 @@ func testStatus(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 func testDrift(t *testing.T) {
 	ctx := context.Background()
 	// Someone replaces the StorageClass with other parameters (they are immutable in place).
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}}
-	if err := k8s.Delete(ctx, sc); err != nil {
-		t.Fatalf("delete StorageClass: %v", err)
-	}
-	tampered := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}, Provisioner: "topolvm.io",
-		Parameters: map[string]string{"topolvm.io/device-class": "other", "csi.storage.k8s.io/fstype": "ext4"}}
-	eventually(t, "replace StorageClass", func(ctx context.Context) error { return k8s.Create(ctx, tampered) })
+	// The controller may recreate the StorageClass between the delete and the create: delete
+	// again until the tampered one is in place.
+	eventually(t, "replace StorageClass", func(ctx context.Context) error {
+		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}}
+		if err := k8s.Delete(ctx, sc); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		tampered := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}, Provisioner: "topolvm.io",
+			Parameters: map[string]string{"topolvm.io/device-class": "other", "csi.storage.k8s.io/fstype": "ext4"}}
+		return k8s.Create(ctx, tampered)
+	})
 	eventually(t, "StorageClass parameters repaired", func(ctx context.Context) error {
 		var got storagev1.StorageClass
 		if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, &got); err != nil {
