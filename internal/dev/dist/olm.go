@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/api/pkg/lib/version"
@@ -167,7 +168,7 @@ func bundleDeployment(inst *Install) (*appsv1.Deployment, error) {
 	for i := range d.Spec.Template.Spec.Containers {
 		c := &d.Spec.Template.Spec.Containers[i]
 		if c.Name == operatorContainer {
-			c.Args = append(slices.DeleteFunc(c.Args, func(a string) bool { return len(a) > 19 && a[:19] == "--webhook-cert-mode" }),
+			c.Args = append(slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--webhook-cert-mode") }),
 				"--webhook-cert-mode=external")
 			return d, nil
 		}
