@@ -85,9 +85,15 @@ func TestBundleValidates(t *testing.T) {
 	if !perms["lvms-operator"] || !perms["lvms-node"] {
 		t.Errorf("cluster permissions for %v, want separate ones for lvms-operator and lvms-node", perms)
 	}
-	args := strings.Join(csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Args, " ")
+	pod := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec
+	args := strings.Join(pod.Containers[0].Args, " ")
 	if !strings.Contains(args, "--webhook-cert-mode=external") {
 		t.Errorf("operator args %q: under OLM the webhook certificate comes from OLM", args)
+	}
+	for _, v := range pod.Volumes {
+		if v.Secret != nil {
+			t.Errorf("volume %q mounts Secret %q: under OLM the webhook certificate volume is OLM's", v.Name, v.Secret.SecretName)
+		}
 	}
 }
 

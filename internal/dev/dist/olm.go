@@ -11,6 +11,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -154,8 +155,13 @@ LVM volume group (and a thin pool) on each, publishes a StorageClass per device 
 expands, snapshots and clones PVCs as LVM logical volumes on the node the scheduler picked by free
 capacity. It speaks the API of OpenShift LVM Storage and TopoLVM (CSI driver topolvm.io).`
 
+// webhookCertVolume is the volume that projects the self-issued webhook certificate Secret into
+// the operator container; OLM mounts its own certificate at the same path.
+const webhookCertVolume = "webhook-cert"
+
 // bundleDeployment is the operator Deployment as OLM runs it: OLM issues the webhook certificate
-// and mounts it where controller-runtime looks, so the operator must not issue its own.
+// and mounts it where controller-runtime looks, so the operator must not issue its own, and the
+// Secret volume that would carry it (and clash with OLM's mount) is left out.
 func bundleDeployment(inst *Install) (*appsv1.Deployment, error) {
 	u, err := inst.one("Deployment")
 	if err != nil {
@@ -165,8 +171,14 @@ func bundleDeployment(inst *Install) (*appsv1.Deployment, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
 		return nil, fmt.Errorf("decode deployment %s: %w", u.GetName(), err)
 	}
-	for i := range d.Spec.Template.Spec.Containers {
-		c := &d.Spec.Template.Spec.Containers[i]
+	pod := &d.Spec.Template.Spec
+	pod.Volumes = slices.DeleteFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == webhookCertVolume })
+	for i := range pod.Containers {
+		c := &pod.Containers[i]
+		c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == webhookCertVolume })
+	}
+	for i := range pod.Containers {
+		c := &pod.Containers[i]
 		if c.Name == operatorContainer {
 			c.Args = append(slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--webhook-cert-mode") }),
 				"--webhook-cert-mode=external")
