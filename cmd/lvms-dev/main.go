@@ -6,11 +6,15 @@ package main
 import (
 	"os"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 func main() {
+	// The demo and the supervisor use controller-runtime clients; their own progress output is
+	// what the user reads, not the client's log.
+	ctrl.SetLogger(logr.Discard())
 	// The context ends on SIGTERM or SIGINT (a second signal exits at once).
 	if err := newRootCommand().ExecuteContext(ctrl.SetupSignalHandler()); err != nil {
 		os.Exit(1)

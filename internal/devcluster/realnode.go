@@ -40,7 +40,8 @@ const (
 // attribute, so local-storage isolation and disk-based eviction are off. Every system call
 // costs a ptrace round trip under UML, so periodic work is thinned out: node status every 20 s
 // (the Lease still renews every 10 s), no volume usage stats (real-node.sh also sets cAdvisor's
-// housekeeping to 60 s).
+// housekeeping to 60 s). Pods are re-synced every 15 s instead of every minute: a Secret volume
+// (the operator's webhook certificate, written when it starts) is refreshed on that sync.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 0.0.0.0
@@ -68,6 +69,7 @@ enforceNodeAllocatable: [pods]
 maxPods: 40
 shutdownGracePeriod: 0s
 nodeStatusUpdateFrequency: 20s
+syncFrequency: 15s
 volumeStatsAggPeriod: 0s
 `
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -174,12 +175,17 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 // and the pods' writable layers on tmpfs besides kubelet (~90 MB) and containerd (~50 MB).
 var DefaultMemoryMiB = map[string]int{NodesReal: 1536, NodesStandin: 1024}
 
-// findImages lists the OCI archives in dir.
+// hostOnlyImages are archives of components the dev cluster runs as host processes (cluster
+// add-ons, not the product): the nodes do not import them, which saves a guest import each.
+var hostOnlyImages = map[string]bool{"snapshot-controller.tar": true}
+
+// findImages lists the OCI archives in dir that the nodes import.
 func findImages(dir string) ([]string, error) {
-	tars, err := filepath.Glob(filepath.Join(dir, "*.tar"))
+	all, err := filepath.Glob(filepath.Join(dir, "*.tar"))
 	if err != nil {
 		return nil, fmt.Errorf("list images: %w", err)
 	}
+	tars := slices.DeleteFunc(all, func(t string) bool { return hostOnlyImages[filepath.Base(t)] })
 	if len(tars) == 0 {
 		return nil, fmt.Errorf("no OCI archives (*.tar) in %s: build them with lvms-dev image build", dir)
 	}

@@ -21,6 +21,8 @@ func TestLastDFSize(t *testing.T) {
 		{"one", "wrote: hello\ndf: /dev/vg1/x 1038336 40000 998336 4% /data\n", 1038336, true},
 		{"last wins", "df: /dev/vg1/x 1038336 1 1 1% /data\ndf: /dev/vg1/x 2086912 1 1 1% /data\n", 2086912, true},
 		{"garbage", "df: /dev/vg1/x many 1 1 1% /data\n", 0, false},
+		{"wrapped name", "df:                         2031616     47904   1983712   2% /data\n", 2031616, true},
+		{"too short", "df: 1 2 3\n", 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

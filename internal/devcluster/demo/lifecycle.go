@@ -66,15 +66,17 @@ func (d *demo) expand(ctx context.Context) error {
 	return nil
 }
 
-// lastDFSize is the 1K-blocks column of the last "df:" line of the writer's output.
+// lastDFSize is the 1K-blocks column of the last "df:" line of the writer's output. The column is
+// counted from the end (blocks, used, available, use%, mount point), so a line without the
+// file system name (df wraps a long one onto a line of its own) still parses.
 func lastDFSize(out string) (int64, bool) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		f := strings.Fields(lines[i])
-		if len(f) < 3 || f[0] != "df:" {
+		if len(f) < 6 || f[0] != "df:" {
 			continue
 		}
-		n, err := strconv.ParseInt(f[2], 10, 64)
+		n, err := strconv.ParseInt(f[len(f)-5], 10, 64)
 		return n, err == nil
 	}
 	return 0, false

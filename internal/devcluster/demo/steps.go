@@ -26,7 +26,7 @@ sync
 echo "wrote: $(cat ` + demoFile + `)"
 prev=
 while true; do
-  cur=$(df -k ` + mountPath + ` | tail -n 1)
+  cur=$(df -Pk ` + mountPath + ` | tail -n 1)
   if [ "$cur" != "$prev" ]; then echo "df: $cur"; prev=$cur; fi
   sleep 1
 done`
