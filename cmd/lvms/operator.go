@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"github.com/spf13/cobra"
@@ -40,6 +41,9 @@ type operatorFlags struct {
 	metricsAddr        string
 	probeAddr          string
 	leaderElect        bool
+	leaseDuration      time.Duration
+	renewDeadline      time.Duration
+	retryPeriod        time.Duration
 	webhookPort        int
 	webhookHost        string
 	webhookCertDir     string
@@ -68,6 +72,12 @@ func newOperatorCommand() *cobra.Command {
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "metrics address (0 disables)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas")
+	// OpenShift's recommendation for control planes that may be slow (single-node clusters, busy
+	// nodes), which LVMS uses too: a lease renewal that misses a 10 s deadline once must not stop
+	// the only replica. The lease is released on shutdown, so a rolling update hands over at once.
+	fl.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 137*time.Second, "leader election lease duration")
+	fl.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 107*time.Second, "how long the leader retries renewing before it gives up")
+	fl.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 26*time.Second, "interval between leader election attempts")
 	fl.IntVar(&f.webhookPort, "webhook-port", 9443, "admission webhook port")
 	fl.StringVar(&f.webhookHost, "webhook-host", "", "admission webhook bind address (empty: all interfaces)")
 	fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "webhook serving certificate directory")
@@ -107,8 +117,13 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 		HealthProbeBindAddress: f.probeAddr,
 		LeaderElection:         f.leaderElect,
 		LeaderElectionID:       "lvms-operator.lvm.topolvm.io",
-		WebhookServer:          webhook.NewServer(webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir}),
-		Cache:                  namespacedCache(f.namespace, &appsv1.DaemonSet{}),
+		LeaseDuration:          &f.leaseDuration,
+		RenewDeadline:          &f.renewDeadline,
+		RetryPeriod:            &f.retryPeriod,
+		// Safe: runOperator returns once the manager stops, so nothing acts after the release.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhook.NewServer(webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir}),
+		Cache:                         namespacedCache(f.namespace, &appsv1.DaemonSet{}),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

@@ -94,8 +94,11 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
 		})).
 		WithPorts(corev1ac.ContainerPort().WithName("healthz").WithContainerPort(9808)).
+		// A busy node answers slowly: 5 s per probe, and liveness only once the agent served once.
+		WithStartupProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").
+			WithPort(intstr.FromString("healthz"))).WithPeriodSeconds(5).WithTimeoutSeconds(5).WithFailureThreshold(60)).
 		WithLivenessProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").
-			WithPort(intstr.FromString("healthz"))).WithPeriodSeconds(30).WithFailureThreshold(3)).
+			WithPort(intstr.FromString("healthz"))).WithPeriodSeconds(30).WithTimeoutSeconds(5).WithFailureThreshold(3)).
 		WithVolumeMounts(
 			mount("csi-socket-dir", csiSocketDirInPod),
 			mount("registration-dir", registrationDir),
