@@ -19,6 +19,7 @@ help: ## Show this help.
 
 .PHONY: demo
 demo: ## Bring up a local cluster on real lvm2 and walk a PVC through its life (KEEP=1 leaves it up; docs/demo.md).
+	$(MAKE) images
 	bash hack/uml-deps.sh
 	KEEP=$(KEEP) go run ./cmd/lvms-dev demo
 
@@ -102,7 +103,8 @@ test-unit: ## Unit tests and envtest suites (self-built kube-apiserver + etcd).
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-lvm
-test-lvm: ## Host-layer tests against real lvm2 + device-mapper in User-mode Linux guests.
+test-lvm: ## Host-layer tests against real lvm2 + device-mapper in User-mode Linux guests (and a one-node dev cluster).
+	$(MAKE) images
 	bash hack/test-lvm.sh
 
 .PHONY: sanity
@@ -111,6 +113,7 @@ sanity: ## csi-sanity (built from the module proxy) against the real stack on re
 
 .PHONY: e2e
 e2e: ## End-to-end suite on a fresh 2-node dev cluster (lvms-dev up), torn down after (E2E_RUN=regexp, E2E_KEEP=1).
+	$(MAKE) images
 	bash hack/uml-deps.sh
 	bash hack/e2e.sh
 

@@ -5,9 +5,9 @@
 # Environment: E2E_STATE_DIR (default: a directory under ${XDG_CACHE_HOME:-~/.cache}/lvms/e2e-cluster)
 # is the cluster's state directory; E2E_TIMEOUT (default 30m) bounds go test; E2E_RUN is passed as
 # -run; E2E_PARALLEL (default 4) is how many of TestVolumeFlows' flows run at once; E2E_KEEP=1
-# leaves the cluster up and prints how to reach it; E2E_NODES_KIND (real or standin; default:
-# lvms-dev up's) picks the nodes. Fails when go test fails or when anything of
-# the cluster (process, guest, mount, listener) is left after lvms-dev down.
+# leaves the cluster up and prints how to reach it. The nodes import the images in _output/images
+# (make images; make e2e builds them first). Fails when go test fails or when anything of the
+# cluster (process, guest, mount, listener) is left after lvms-dev down.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -38,8 +38,7 @@ go test -tags e2e -c -o "${BIN}/e2e.test" ./test/e2e/
 trap finish EXIT
 # The suite needs a fresh cluster: stop one an interrupted or kept (E2E_KEEP=1) run left here.
 "${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true
-"${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 3 --disk-size 8 \
-	${E2E_NODES_KIND:+--nodes-kind "${E2E_NODES_KIND}"} >&2
+"${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 3 --disk-size 8 >&2
 KUBECONFIG="${STATE}/kubeconfig" "${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-30m}" \
 	-test.parallel "${E2E_PARALLEL:-4}" \
 	${E2E_RUN:+-test.run "${E2E_RUN}"}

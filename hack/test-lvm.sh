@@ -5,7 +5,8 @@
 #     compiled (CGO_ENABLED=0 go test -c -tags guest) and its test binary runs inside its own
 #     User-mode Linux guest (internal/testing/uml), at most TEST_LVM_PARALLEL (2) guests at a time;
 #  2. the host-side tests that boot guests themselves (test files mentioning LVMS_UML_TESTS) run
-#     with LVMS_UML_TESTS=1.
+#     with LVMS_UML_TESTS=1 (the dev cluster's nodes import _output/images: make images, which
+#     make test-lvm runs first).
 #
 # Every guest gets the STANDARD DISK LAYOUT (guest tests rely on it; see uml.StandardDisks):
 #   /dev/ubda ... /dev/ubdg  seven read-write 2 GiB sparse disks, LVMS_GUEST_DISKS (comma-separated)

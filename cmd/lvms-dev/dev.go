@@ -23,8 +23,9 @@ func newDevCommand() *cobra.Command {
 		SilenceUsage: true,
 		Use:          "lvms-dev",
 		Short:        "Development tooling for lvms: a local cluster on 127.0.0.1 whose nodes are User-mode Linux guests",
-		Long: "lvms-dev up|down|status|demo runs a local Kubernetes cluster with the operator, the CSI sidecars and\n" +
-			"N User-mode Linux nodes with real lvm2. Everything lives in --state-dir; see docs/dev-cluster.md.",
+		Long: "lvms-dev up|down|status|demo runs a local Kubernetes cluster whose N nodes are User-mode Linux guests\n" +
+			"running the kubelet, containerd and real lvm2, with the product installed from config/default.\n" +
+			"Everything lives in --state-dir; see docs/dev-cluster.md.",
 	}
 	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", def, "directory holding the cluster's certificates, logs, pid files and disks")
 	cmd.AddCommand(newDevUpCommand(&stateDir), newDevDownCommand(&stateDir), newDevStatusCommand(&stateDir),
@@ -48,11 +49,9 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 	fl.IntVar(&o.Nodes, "nodes", 2, "number of guest nodes")
 	fl.IntVar(&o.Disks, "disks", 3, "sparse disks per node (/dev/ubda, /dev/ubdb, ...)")
 	fl.IntVar(&diskGiB, "disk-size", 8, "size of each disk in GiB (sparse)")
-	fl.IntVar(&o.MemoryMiB, "memory", 0, "memory per guest in MiB (default 1536 for real nodes, 1024 for stand-ins)")
-	fl.StringVar(&o.NodesKind, "nodes-kind", devcluster.NodesStandin,
-		"what the guest nodes run: real (kubelet + containerd, the product installed from config/default) or standin")
-	fl.StringVar(&o.ImagesDir, "images-dir", "", "OCI archives real nodes import (default: <repo>/_output/images)")
-	fl.BoolVar(&o.NoProduct, "no-product", false, "real nodes only: do not install the product (config/default)")
+	fl.IntVar(&o.MemoryMiB, "memory", devcluster.DefaultMemoryMiB, "memory per guest in MiB")
+	fl.StringVar(&o.ImagesDir, "images-dir", "", "OCI archives the nodes import (default: <repo>/_output/images; make images builds them)")
+	fl.BoolVar(&o.NoProduct, "no-product", false, "do not install the product (config/default): the nodes alone")
 	fl.StringVar(&o.RepoDir, "repo", "", "repository root (default: found above the working directory)")
 	fl.StringVar(&o.KubeAssets, "kube-assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd, kube-apiserver, ... (default: hack/kube-assets.sh)")
 	fl.StringVar(&o.CSITools, "csi-tools", "", "directory with the CSI sidecars and snapshot-crds/ (default: hack/csi-tools.sh)")

@@ -1,6 +1,6 @@
 // Command lvms-dev is the developers' and CI's tool, never shipped in the product image: the
-// local cluster of User-mode Linux nodes (lvms-dev up|down|status|demo), its kubelet stand-in and
-// the image builder. The product binary is cmd/lvms.
+// local cluster of User-mode Linux nodes (lvms-dev up|down|status|demo), the release renderer
+// (dist) and the image builder. The product binary is cmd/lvms.
 package main
 
 import (
@@ -23,6 +23,6 @@ func main() {
 
 func newRootCommand() *cobra.Command {
 	root := newDevCommand()
-	root.AddCommand(newDevDemoCommand(), newDevKubeletCommand(), newDistCommand(), newImageCommand())
+	root.AddCommand(newDevDemoCommand(), newDistCommand(), newImageCommand())
 	return root
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
-# Real node of the local dev cluster (lvms-dev up --nodes-kind=real), run inside a User-mode
-# Linux guest by hack/uml/guest-init.sh: containerd + crun and the real kubelet. See
-# docs/dev-cluster.md and PROVING-GROUND §D for why each step is here.
+# Node of the local dev cluster (lvms-dev up), run inside a User-mode Linux guest by
+# hack/uml/guest-init.sh: containerd + crun and the real kubelet. See docs/real-nodes.md and
+# PROVING-GROUND §D for why each step is here.
 #
 # Environment (set by internal/devcluster): NODE_NAME, NODE_IP (10.100.0.N, the kubelet's
 # --node-ip), POD_CIDR, NODE_DIR (host dir with kubeconfig, kubelet.yaml, containerd.toml, cni/),

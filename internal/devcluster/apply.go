@@ -2,41 +2,12 @@ package devcluster
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 )
-
-// webhookPath is the operator's LVMCluster validation endpoint.
-const webhookPath = "/validate-lvm-topolvm-io-v1alpha1-lvmcluster"
-
-// devManifest is the namespace and the webhook configuration pointing at the operator by URL.
-const devManifest = `apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata:
-  name: lvms-validating-webhook-configuration
-webhooks:
-- name: vlvmcluster.lvm.topolvm.io
-  admissionReviewVersions: [v1]
-  clientConfig:
-    url: https://127.0.0.1:%[2]d%[3]s
-    caBundle: %[4]s
-  failurePolicy: Fail
-  sideEffects: None
-  rules:
-  - apiGroups: [lvm.topolvm.io]
-    apiVersions: [v1alpha1]
-    operations: [CREATE, UPDATE]
-    resources: [lvmclusters]
-`
 
 // kubectl runs kubectl with the admin kubeconfig, its output appended to logs/kubectl.log.
 func (c *cluster) kubectl(ctx context.Context, args ...string) error {
@@ -90,20 +61,5 @@ func (c *cluster) applyCRDs(ctx context.Context) error {
 			return err
 		}
 		return c.kubectl(ctx, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-	})
-}
-
-// applyDevManifest creates the namespace and the webhook configuration.
-func (c *cluster) applyDevManifest(ctx context.Context, caPEM []byte) error {
-	return c.step("namespace, webhook config", func() error {
-		if err := os.MkdirAll(c.l.Manifests(), 0o755); err != nil {
-			return fmt.Errorf("create manifests dir: %w", err)
-		}
-		path := filepath.Join(c.l.Manifests(), "dev.yaml")
-		body := fmt.Sprintf(devManifest, Namespace, c.state.Ports[portWebhook], webhookPath, base64.StdEncoding.EncodeToString(caPEM))
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		return c.kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", path)
 	})
 }

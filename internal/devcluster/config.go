@@ -12,14 +12,10 @@ type Config struct {
 	RepoDir string `json:"repoDir"`
 	// KubeAssets holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl.
 	KubeAssets string `json:"kubeAssets"`
-	// CSITools holds csi-provisioner, csi-resizer, csi-snapshotter, snapshot-controller and
-	// snapshot-crds/.
+	// CSITools is hack/csi-tools.sh's directory; the cluster runs its snapshot-controller and
+	// applies its snapshot-crds/.
 	CSITools string `json:"csiTools"`
-	// LVMS is the static lvms binary (host and guests) of stand-in nodes; empty with real nodes,
-	// which run the product from its image.
-	LVMS string `json:"lvms"`
-	// LVMSDev is the static lvms-dev binary: the supervisor on the host, the kubelet stand-in in
-	// the guests.
+	// LVMSDev is the static lvms-dev binary that runs the supervisor.
 	LVMSDev string `json:"lvmsDev"`
 	// GuestBridge is the static guestbridge binary.
 	GuestBridge string `json:"guestBridge"`
@@ -30,18 +26,13 @@ type Config struct {
 	DiskSize int64 `json:"diskSize"`
 	// MemoryMiB per guest.
 	MemoryMiB int `json:"memoryMiB"`
-	// NodesKind is NodesReal or NodesStandin.
-	NodesKind string `json:"nodesKind"`
-	// Images are the OCI archives real nodes import (no registry).
-	Images []string `json:"images,omitempty"`
-	// ProductDigest pins the product image (real nodes; empty: the product is not installed);
+	// Images are the OCI archives the nodes import (no registry).
+	Images []string `json:"images"`
+	// ProductDigest pins the product image (empty: the product is not installed);
 	// ProductDigestFile is where it was read.
 	ProductDigest     string `json:"productDigest,omitempty"`
 	ProductDigestFile string `json:"productDigestFile,omitempty"`
 }
-
-// real reports whether the guests are real nodes.
-func (c Config) real() bool { return c.NodesKind == NodesReal }
 
 // nodeName is the name of guest node i.
 func nodeName(i int) string { return fmt.Sprintf("node-%d", i) }

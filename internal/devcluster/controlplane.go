@@ -15,22 +15,16 @@ import (
 
 // Port names in State.Ports.
 const (
-	portEtcd           = "etcd"
-	portEtcdPeer       = "etcd-peer"
-	portAPIServer      = "kube-apiserver"
-	portKCM            = "kube-controller-manager"
-	portScheduler      = "kube-scheduler"
-	portSnapshotCtl    = "snapshot-controller"
-	portWebhook        = "operator-webhook"
-	portOperatorHealth = "operator-health"
-	portProvisioner    = "csi-provisioner"
-	portResizer        = "csi-resizer"
-	portSnapshotter    = "csi-snapshotter"
+	portEtcd        = "etcd"
+	portEtcdPeer    = "etcd-peer"
+	portAPIServer   = "kube-apiserver"
+	portKCM         = "kube-controller-manager"
+	portScheduler   = "kube-scheduler"
+	portSnapshotCtl = "snapshot-controller"
 )
 
 // allPorts are the listeners the supervisor allocates, in start order.
-var allPorts = []string{portEtcd, portEtcdPeer, portAPIServer, portKCM, portScheduler, portSnapshotCtl,
-	portWebhook, portOperatorHealth, portProvisioner, portResizer, portSnapshotter}
+var allPorts = []string{portEtcd, portEtcdPeer, portAPIServer, portKCM, portScheduler, portSnapshotCtl}
 
 // componentTimeout bounds how long one component may take to become ready.
 const componentTimeout = 90 * time.Second
@@ -44,7 +38,7 @@ type cluster struct {
 	procs  []*proc
 	guests []*guest
 	http   *http.Client
-	// egress is the apiserver's way into real nodes (nil with stand-in nodes).
+	// egress is the apiserver's way into the nodes (nil until prepareRealNodes).
 	egress *egressProxy
 }
 
@@ -186,52 +180,6 @@ func (c *cluster) startSnapshotController(ctx context.Context) error {
 	return c.run(ctx, spec{name: "snapshot-controller", path: c.csi("snapshot-controller"), args: []string{
 		"--kubeconfig=" + c.l.Kubeconfig(), "--http-endpoint=127.0.0.1:" + c.port(portSnapshotCtl),
 	}}, c.httpOK("http://127.0.0.1:"+c.port(portSnapshotCtl)+"/metrics"))
-}
-
-// startStorage starts the snapshot-controller, the operator and the CSI sidecars as host
-// processes (stand-in nodes).
-func (c *cluster) startStorage(ctx context.Context) error {
-	kc := "--kubeconfig=" + c.l.Kubeconfig()
-	if err := c.startSnapshotController(ctx); err != nil {
-		return err
-	}
-	sock := c.l.ControllerSocket()
-	if err := os.MkdirAll(c.l.CSI(), 0o755); err != nil {
-		return fmt.Errorf("create CSI socket dir: %w", err)
-	}
-	health := c.httpOK("http://127.0.0.1:" + c.port(portOperatorHealth) + "/readyz")
-	if err := c.run(ctx, spec{name: "operator", path: c.cfg.LVMS, args: []string{
-		"operator", "--namespace=" + Namespace, "--node-image=dev", "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:" + c.port(portOperatorHealth),
-		"--webhook-host=127.0.0.1", "--webhook-port=" + c.port(portWebhook),
-		"--webhook-cert-mode=external", "--webhook-cert-dir=" + c.l.Webhook(), "--csi-socket=" + sock,
-	}, env: []string{"KUBECONFIG=" + c.l.Kubeconfig()}}, func(ctx context.Context) error {
-		if _, err := os.Stat(sock); err != nil {
-			return fmt.Errorf("CSI socket: %w", err)
-		}
-		return health(ctx)
-	}); err != nil {
-		return err
-	}
-	csiAddr := "--csi-address=" + sock
-	sidecars := []spec{
-		{name: "csi-provisioner", args: []string{"--feature-gates=Topology=true", "--enable-capacity",
-			"--capacity-ownerref-level=-1", "--extra-create-metadata", "--worker-threads=4",
-			// GetCapacity answers from cached node annotations: polling often is cheap, and a new
-			// volume group shows up to the scheduler in seconds instead of the default minute.
-			"--capacity-poll-interval=5s"},
-			env: []string{"NAMESPACE=" + Namespace, "POD_NAME=lvms-dev-operator"}},
-		{name: "csi-resizer"},
-		{name: "csi-snapshotter"},
-	}
-	for _, s := range sidecars {
-		s.path = c.csi(s.name)
-		s.args = append(s.args, kc, csiAddr, "--http-endpoint=127.0.0.1:"+c.port(s.name))
-		if err := c.run(ctx, s, c.httpOK("http://127.0.0.1:"+c.port(s.name)+"/metrics")); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // stopAll stops the host processes in reverse start order.

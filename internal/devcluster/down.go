@@ -16,7 +16,8 @@ import (
 const supervisorGrace = 90 * time.Second
 
 // Down stops the cluster in stateDir: SIGTERM to the supervisor, a wait for its teardown, then
-// SIGKILL for every process group a pid file still names; sockets and pid files are removed.
+// SIGKILL for every process group a pid file still names; pid files and guest directories are
+// removed.
 // Running it on a stopped cluster (or an empty directory) changes nothing.
 func Down(ctx context.Context, stateDir string, out io.Writer) error {
 	l, err := NewLayout(stateDir)
@@ -46,7 +47,7 @@ func Down(ctx context.Context, stateDir string, out io.Writer) error {
 		stopped = true
 	}
 	var errs []error
-	for _, p := range []string{l.CSI(), l.Run(), l.Guests(), l.Ready()} {
+	for _, p := range []string{l.Run(), l.Guests(), l.Ready()} {
 		if err := os.RemoveAll(p); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
 		}

@@ -49,9 +49,6 @@ func (l Layout) Failed() string { return filepath.Join(l.Dir, "failed") }
 // Kubeconfig is the admin kubeconfig for the host.
 func (l Layout) Kubeconfig() string { return filepath.Join(l.Dir, "kubeconfig") }
 
-// GuestKubeconfig is the admin kubeconfig for the guests (apiserver at guest 127.0.0.1:6443).
-func (l Layout) GuestKubeconfig() string { return filepath.Join(l.Dir, "kubeconfig-guest") }
-
 // PKI holds certificates and keys.
 func (l Layout) PKI() string { return filepath.Join(l.Dir, "pki") }
 
@@ -70,31 +67,22 @@ func (l Layout) PIDFile(component string) string { return filepath.Join(l.Run(),
 // Bin holds the binaries built by up.
 func (l Layout) Bin() string { return filepath.Join(l.Dir, "bin") }
 
-// CSI holds the CSI controller socket.
-func (l Layout) CSI() string { return filepath.Join(l.Dir, "csi") }
-
-// ControllerSocket is the operator's CSI Identity+Controller socket.
-func (l Layout) ControllerSocket() string { return filepath.Join(l.CSI(), "controller.sock") }
-
 // Etcd is etcd's data directory.
 func (l Layout) Etcd() string { return filepath.Join(l.Dir, "etcd") }
 
 // Guests holds one run directory per guest (sparse disks, UML's pid file under uml/).
 func (l Layout) Guests() string { return filepath.Join(l.Dir, "guests") }
 
-// Webhook holds the operator's webhook serving certificate (tls.crt, tls.key).
-func (l Layout) Webhook() string { return filepath.Join(l.PKI(), "webhook") }
-
-// Manifests holds generated manifests applied at startup.
+// Manifests holds generated manifests applied at startup (the product overlay).
 func (l Layout) Manifests() string { return filepath.Join(l.Dir, "manifests") }
 
-// Nodes holds one directory per real node: its kubelet kubeconfig, kubelet, containerd and CNI
+// Nodes holds one directory per node: its kubelet kubeconfig, kubelet, containerd and CNI
 // configuration, written before the guest boots (the guest reads them through its read-only
 // view of the host).
 func (l Layout) Nodes() string { return filepath.Join(l.Dir, "nodes") }
 
-// NodeDir is the configuration directory of a real node.
+// NodeDir is the configuration directory of a node.
 func (l Layout) NodeDir(node string) string { return filepath.Join(l.Nodes(), node) }
 
-// EgressSocket is the apiserver's egress proxy to the real nodes (HTTP CONNECT).
+// EgressSocket is the apiserver's egress proxy to the nodes (HTTP CONNECT).
 func (l Layout) EgressSocket() string { return filepath.Join(l.Dir, "egress.sock") }

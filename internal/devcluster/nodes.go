@@ -60,15 +60,12 @@ func (c *cluster) startNodes(ctx context.Context) error {
 		}
 		fmt.Fprintf(c.out, "%-28s ready in %s\n", g.name+" guest + bridge", time.Since(start).Round(100*time.Millisecond))
 	}
-	what := fmt.Sprintf("%d node(s) Ready, CSINodes", len(c.guests))
-	if c.cfg.real() {
-		what = fmt.Sprintf("%d node(s) Ready", len(c.guests)) // the agents come with an LVMCluster
-	}
-	return c.step(what, func() error { return c.waitNodes(ctx) })
+	// The node agents come with an LVMCluster, so only the kubelets are waited for.
+	return c.step(fmt.Sprintf("%d node(s) Ready", len(c.guests)), func() error { return c.waitNodes(ctx) })
 }
 
-// bootGuest starts guest i: sparse disks, the bridge's serial line, hack/uml/real-node.sh (or
-// dev-node.sh for a stand-in node) as its command, the console in logs/node-<i>-console.log.
+// bootGuest starts guest i: sparse disks, the bridge's serial line, hack/uml/real-node.sh as its
+// command, the console in logs/node-<i>-console.log.
 func (c *cluster) bootGuest(i int) (*guest, error) {
 	g := &guest{index: i, name: nodeName(i), prefix: nodeName(i), done: make(chan struct{})}
 	var err error
@@ -84,18 +81,10 @@ func (c *cluster) bootGuest(i int) (*guest, error) {
 		disks[d] = uml.Disk{Size: c.cfg.DiskSize}
 	}
 	hackDir := filepath.Join(c.cfg.RepoDir, "hack", "uml")
-	script, env := "dev-node.sh", map[string]string{
-		"NODE_NAME": g.name, "LOG_PREFIX": g.prefix, "LOG_DIR": c.l.Logs(),
-		"LVMS": c.cfg.LVMS, "LVMS_DEV": c.cfg.LVMSDev, "GUESTBRIDGE": c.cfg.GuestBridge,
-		"API_TARGET":       "127.0.0.1:" + c.port(portAPIServer),
-		"GUEST_KUBECONFIG": c.l.GuestKubeconfig(),
-	}
-	if c.cfg.real() {
-		script, env = "real-node.sh", c.realNodeEnv(i, g.name, g.prefix)
-	}
+	const script = "real-node.sh"
 	opts := uml.Options{
 		Command: []string{"/bin/sh", filepath.Join(hackDir, script)},
-		Env:     env,
+		Env:     c.realNodeEnv(i, g.name, g.prefix),
 		Disks:   disks, MemoryMiB: c.cfg.MemoryMiB, Stdout: g.console, ShowBoot: true,
 		SharedDirs:  []string{c.l.Logs()},
 		SerialLines: []uml.SerialLine{{Index: 1, File: g.guestEnd}},
@@ -153,13 +142,9 @@ func (c *cluster) guestFailure(g *guest, cause error) error {
 		}
 	default:
 	}
-	what := "agent"
-	if c.cfg.real() {
-		what = "kubelet"
-	}
-	logPath := c.l.Log(g.prefix + "-" + what)
-	return fmt.Errorf("%w\n%s log %s:\n%s", failure(g.name, c.l.Log(g.prefix+"-console"), cause),
-		what, logPath, tailFile(logPath, 10))
+	logPath := c.l.Log(g.prefix + "-kubelet")
+	return fmt.Errorf("%w\nkubelet log %s:\n%s", failure(g.name, c.l.Log(g.prefix+"-console"), cause),
+		logPath, tailFile(logPath, 10))
 }
 
 // stopNodes stops the guests (UML kills the guest processes on SIGTERM) and closes their bridges.

@@ -8,18 +8,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// csiDriver is the CSI driver name the CSINodes must list.
-const csiDriver = "topolvm.io"
-
-// waitNodes waits until every guest's Node is Ready and, on stand-in nodes, its CSINode lists
-// topolvm.io (a real node's agent only runs once an LVMCluster exists), failing early with the
-// guest's logs when a guest ends.
+// waitNodes waits until every guest's Node is Ready (its node agent only runs once an LVMCluster
+// exists), failing early with the guest's logs when a guest ends.
 func (c *cluster) waitNodes(ctx context.Context) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.l.Kubeconfig())
 	if err != nil {
@@ -66,15 +61,6 @@ func (c *cluster) nodesNotReady(ctx context.Context, cs kubernetes.Interface) []
 		n, err := cs.CoreV1().Nodes().Get(ctx, g.name, metav1.GetOptions{})
 		if err != nil || !nodeReady(n) {
 			missing = append(missing, g.name+" not Ready")
-			continue
-		}
-		if c.cfg.real() {
-			// The node agent runs in the DaemonSet the operator creates for an LVMCluster.
-			continue
-		}
-		cn, err := cs.StorageV1().CSINodes().Get(ctx, g.name, metav1.GetOptions{})
-		if err != nil || !slices.ContainsFunc(cn.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == csiDriver }) {
-			missing = append(missing, g.name+" without CSINode driver "+csiDriver)
 		}
 	}
 	return missing

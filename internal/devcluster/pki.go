@@ -129,60 +129,49 @@ func (c issued) write(dir, certName, keyName string) error {
 }
 
 // generatePKI writes everything the cluster needs: CA, apiserver serving certificate, admin
-// client certificate, service-account signing key, webhook serving certificate, the host and
-// guest kubeconfigs, and a kubelet kubeconfig for each of kubeletNodes (real nodes). It returns
-// the CA in PEM (the webhook's caBundle).
-func generatePKI(l Layout, apiserverPort, guestAPIPort int, kubeletNodes []string) ([]byte, error) {
+// client certificate, service-account signing key, the host's admin kubeconfig, and a kubelet
+// kubeconfig for each of kubeletNodes (apiserver at the guest's bridged guestAPIPort).
+func generatePKI(l Layout, apiserverPort, guestAPIPort int, kubeletNodes []string) error {
 	p, err := newPKI(l.PKI())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	loopback := []net.IP{net.IPv4(127, 0, 0, 1)}
 	api, err := p.issue(pkix.Name{CommonName: "kube-apiserver"}, true,
 		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1)},
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := api.write(p.dir, apiserverCertFile, apiserverKeyFile); err != nil {
-		return nil, err
+		return err
 	}
 	admin, err := p.issue(pkix.Name{CommonName: "lvms-dev-admin", Organization: []string{"system:masters"}}, false, nil, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := admin.write(p.dir, adminCertFile, adminKeyFile); err != nil {
-		return nil, err
-	}
-	wh, err := p.issue(pkix.Name{CommonName: "lvms-webhook"}, true, loopback, []string{"localhost"})
-	if err != nil {
-		return nil, err
-	}
-	if err := wh.write(l.Webhook(), "tls.crt", "tls.key"); err != nil {
-		return nil, err
+		return err
 	}
 	if err := writeSAKey(p.dir); err != nil {
-		return nil, err
+		return err
 	}
-	for path, port := range map[string]int{l.Kubeconfig(): apiserverPort, l.GuestKubeconfig(): guestAPIPort} {
-		if err := writeKubeconfig(path, port, p.caPEM, admin); err != nil {
-			return nil, err
-		}
+	if err := writeKubeconfig(l.Kubeconfig(), apiserverPort, p.caPEM, admin); err != nil {
+		return err
 	}
 	for _, node := range kubeletNodes {
 		// The kubelet's identity for the Node authorizer and NodeRestriction.
 		kc, err := p.issue(pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}, false, nil, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := os.MkdirAll(l.NodeDir(node), 0o755); err != nil {
-			return nil, fmt.Errorf("create node dir: %w", err)
+			return fmt.Errorf("create node dir: %w", err)
 		}
 		if err := writeKubeconfig(filepath.Join(l.NodeDir(node), "kubeconfig"), guestAPIPort, p.caPEM, kc); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return p.caPEM, nil
+	return nil
 }
 
 // writeSAKey writes the service-account token signing key pair.

@@ -7,16 +7,8 @@ import (
 	"strings"
 )
 
-// Nodes kinds: what runs in a guest node.
-const (
-	// NodesReal guests run the real kubelet with containerd and crun (hack/uml/real-node.sh).
-	NodesReal = "real"
-	// NodesStandin guests run the node agent as a process and the kubelet stand-in
-	// (hack/uml/dev-node.sh).
-	NodesStandin = "standin"
-)
-
-// Guest-side constants of a real node.
+// Guest-side constants of a node (the real kubelet with containerd and crun,
+// hack/uml/real-node.sh).
 const (
 	// kubeletPort is the kubelet's HTTPS port inside every guest (one per guest, so they never
 	// collide; the egress proxy tells the nodes apart by their node IP).
@@ -26,14 +18,14 @@ const (
 	SandboxImage = "lvms.local/pause:dev"
 )
 
-// Files in a real node's directory (Layout.NodeDir).
+// Files in a node's directory (Layout.NodeDir).
 const (
 	nodeKubeletConfig    = "kubelet.yaml"
 	nodeContainerdConfig = "containerd.toml"
 	nodeCNIDir           = "cni"
 )
 
-// kubeletConfig is the KubeletConfiguration of a real node. The facts behind it (PROVING-GROUND
+// kubeletConfig is the KubeletConfiguration of a node. The facts behind it (PROVING-GROUND
 // §D): containerd 1.6 has no CRI RuntimeConfig, so the cgroup driver is set here (cgroupfs, no
 // systemd in the guest); imported images must never be garbage collected (there is no registry
 // to pull them from again); the guest's state lives on tmpfs, whose usage cAdvisor cannot
@@ -150,10 +142,10 @@ func (c *cluster) realNodeEnv(i int, node, prefix string) map[string]string {
 	}
 }
 
-// prepareRealNodes writes every real node's configuration and the apiserver's egress
+// prepareRealNodes writes every node's configuration and the apiserver's egress
 // configuration, and starts the egress proxy the apiserver will use.
 func (c *cluster) prepareRealNodes() error {
-	return c.step("real node configs, egress proxy", func() error {
+	return c.step("node configs, egress proxy", func() error {
 		for i := range c.cfg.Nodes {
 			if err := writeRealNodeFiles(c.l, i, nodeName(i)); err != nil {
 				return err
@@ -175,14 +167,11 @@ func (c *cluster) prepareRealNodes() error {
 
 func (c *cluster) egressConfigFile() string { return filepath.Join(c.l.Dir, "egress-selector.yaml") }
 
-// realAPIServerArgs are the apiserver flags real nodes need: the egress proxy for everything it
+// realAPIServerArgs are the apiserver flags the nodes need: the egress proxy for everything it
 // sends into the cluster, a client certificate for the kubelets, node addresses by InternalIP,
 // and webhook/aggregated API calls to endpoint (pod) addresses instead of Service IPs, which
 // exist in no guest (there is no kube-proxy).
 func (c *cluster) realAPIServerArgs() []string {
-	if !c.cfg.real() {
-		return nil
-	}
 	return []string{
 		"--egress-selector-config-file=" + c.egressConfigFile(),
 		"--kubelet-client-certificate=" + c.pki(adminCertFile), "--kubelet-client-key=" + c.pki(adminKeyFile),

@@ -10,7 +10,7 @@ import (
 )
 
 // Status reports on out what of the cluster in stateDir is running: the supervisor, each host
-// process, each guest, each listener and the CSI socket. It returns whether nothing is left.
+// process, each guest and each listener. It returns whether nothing is left.
 func Status(stateDir string, out io.Writer) (clean bool, err error) {
 	l, err := NewLayout(stateDir)
 	if err != nil {
@@ -55,8 +55,6 @@ func Status(stateDir string, out io.Writer) (clean bool, err error) {
 	for _, n := range ports {
 		report("listener", n, listening(st.Ports[n]), fmt.Sprintf("127.0.0.1:%d", st.Ports[n]))
 	}
-	_, sockErr := os.Stat(l.ControllerSocket())
-	report("socket", "csi controller", sockErr == nil, l.ControllerSocket())
 	if up == 0 {
 		fmt.Fprintf(out, "nothing is left of the dev cluster in %s\n", l.Dir)
 		return true, nil

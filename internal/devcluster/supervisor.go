@@ -54,28 +54,23 @@ func Supervise(ctx context.Context, stateDir string, out io.Writer) error {
 	return errors.Join(startErr, stopErr)
 }
 
-// start brings the cluster up in order.
+// start brings the cluster up in order: PKI, node configuration and egress proxy, control plane,
+// CRDs, snapshot-controller, the nodes, then the product installed from config/default.
 func (c *cluster) start(ctx context.Context) error {
 	if err := writeJSON(c.l.State(), c.state); err != nil {
 		return err
 	}
-	var caPEM []byte
-	if err := c.step("certificates, kubeconfigs", func() (err error) {
-		var kubelets []string
-		if c.cfg.real() {
-			for i := range c.cfg.Nodes {
-				kubelets = append(kubelets, nodeName(i))
-			}
+	if err := c.step("certificates, kubeconfigs", func() error {
+		kubelets := make([]string, c.cfg.Nodes)
+		for i := range kubelets {
+			kubelets[i] = nodeName(i)
 		}
-		caPEM, err = generatePKI(c.l, c.state.Ports[portAPIServer], GuestAPIPort, kubelets)
-		return err
+		return generatePKI(c.l, c.state.Ports[portAPIServer], GuestAPIPort, kubelets)
 	}); err != nil {
 		return err
 	}
-	if c.cfg.real() {
-		if err := c.prepareRealNodes(); err != nil {
-			return err
-		}
+	if err := c.prepareRealNodes(); err != nil {
+		return err
 	}
 	if err := c.startControlPlane(ctx); err != nil {
 		return err
@@ -83,21 +78,7 @@ func (c *cluster) start(ctx context.Context) error {
 	if err := c.applyCRDs(ctx); err != nil {
 		return err
 	}
-	if c.cfg.real() {
-		return c.startRealCluster(ctx)
-	}
-	if err := c.applyDevManifest(ctx, caPEM); err != nil {
-		return err
-	}
-	if err := c.startStorage(ctx); err != nil {
-		return err
-	}
-	return c.startNodes(ctx)
-}
-
-// startRealCluster starts what a cluster of real nodes needs on the host besides the control
-// plane (the snapshot-controller), then the nodes, then installs the product into it.
-func (c *cluster) startRealCluster(ctx context.Context) error {
+	// The snapshot-controller is a cluster add-on, not the product: it runs on the host.
 	if err := c.startSnapshotController(ctx); err != nil {
 		return err
 	}
@@ -110,15 +91,13 @@ func (c *cluster) startRealCluster(ctx context.Context) error {
 	return c.installProduct(ctx)
 }
 
-// teardown stops the guests, then the host processes in reverse order, and removes sockets.
+// teardown stops the guests, then the host processes in reverse order, and removes the egress
+// proxy's socket.
 func (c *cluster) teardown() error {
 	errs := []error{c.stopNodes(), c.stopAll()}
 	if c.egress != nil {
 		c.egress.close()
 		_ = os.Remove(c.l.EgressSocket())
-	}
-	if err := os.RemoveAll(c.l.CSI()); err != nil {
-		errs = append(errs, fmt.Errorf("remove CSI sockets: %w", err))
 	}
 	return errors.Join(errs...)
 }

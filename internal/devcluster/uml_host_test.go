@@ -22,8 +22,9 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestDevClusterUpDown brings up a one-node dev cluster, checks that the node is Ready and its
-// CSINode exists, brings it down and checks that nothing is left. Each phase is timed.
+// TestDevClusterUpDown brings up a one-node dev cluster from the images in _output/images (make
+// images builds them), checks that the node is Ready on containerd and the product's operator is
+// Available, brings it down and checks that nothing is left. Each phase is timed.
 func TestDevClusterUpDown(t *testing.T) {
 	if os.Getenv("LVMS_UML_TESTS") != "1" {
 		t.Skip("boots a User-mode Linux guest and a control plane; set LVMS_UML_TESTS=1 (hack/test-lvm.sh does)")
@@ -42,7 +43,7 @@ func TestDevClusterUpDown(t *testing.T) {
 	})
 
 	start := time.Now()
-	err := Up(ctx, UpOptions{StateDir: state, Nodes: 1, Disks: 2, DiskSize: 4 << 30, MemoryMiB: 1024,
+	err := Up(ctx, UpOptions{StateDir: state, Nodes: 1, Disks: 2, DiskSize: 4 << 30,
 		Timeout: 8 * time.Minute, Out: out})
 	t.Logf("PHASE up: %s", time.Since(start).Round(100*time.Millisecond))
 	if err != nil {
@@ -68,9 +69,13 @@ func TestDevClusterUpDown(t *testing.T) {
 	if strings.TrimSpace(nodes) != "node-0=True" {
 		t.Errorf("kubectl get nodes: want node-0=True, got %q", nodes)
 	}
-	drivers := kubectl("get", "csinode", "node-0", "-o", "jsonpath={.spec.drivers[*].name}")
-	if !strings.Contains(drivers, csiDriver) {
-		t.Errorf("CSINode node-0 drivers %q lack %s", drivers, csiDriver)
+	runtime := kubectl("get", "node", "node-0", "-o", "jsonpath={.status.nodeInfo.containerRuntimeVersion}")
+	if !strings.HasPrefix(runtime, "containerd://") {
+		t.Errorf("node-0 container runtime %q, want containerd", runtime)
+	}
+	available := kubectl("-n", Namespace, "get", "deployment", "lvms-operator", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+	if available != "True" {
+		t.Errorf("deployment lvms-operator Available=%q, want True", available)
 	}
 	t.Logf("PHASE checks: %s", time.Since(start).Round(100*time.Millisecond))
 

@@ -25,15 +25,13 @@ type UpOptions struct {
 	// KubeAssets and CSITools are the binary directories; hack/kube-assets.sh and
 	// hack/csi-tools.sh build or find them when empty.
 	KubeAssets, CSITools string
-	// Nodes, Disks, DiskSize and MemoryMiB shape the guest nodes; MemoryMiB 0 is the kind's
-	// default (DefaultMemoryMiB).
+	// Nodes, Disks, DiskSize and MemoryMiB shape the guest nodes; MemoryMiB 0 is
+	// DefaultMemoryMiB.
 	Nodes, Disks, MemoryMiB int
 	DiskSize                int64
-	// NodesKind is NodesReal or NodesStandin.
-	NodesKind string
-	// ImagesDir holds the OCI archives real nodes import (<repo>/_output/images when empty).
+	// ImagesDir holds the OCI archives the nodes import (<repo>/_output/images when empty).
 	ImagesDir string
-	// NoProduct leaves the product out of a cluster of real nodes (to try the nodes alone).
+	// NoProduct leaves the product out of the cluster (to try the nodes alone).
 	NoProduct bool
 	// Timeout bounds the wait for the cluster after the supervisor started.
 	Timeout time.Duration
@@ -102,19 +100,14 @@ func resetState(l Layout) error {
 	return nil
 }
 
-// prepare finds the repository and the binaries and builds lvms and guestbridge.
+// prepare finds the repository, the images and the binaries and builds lvms-dev and guestbridge
+// (the product runs from its image).
 func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	cfg := Config{RepoDir: o.RepoDir, KubeAssets: o.KubeAssets, CSITools: o.CSITools, Nodes: o.Nodes,
-		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB, NodesKind: o.NodesKind,
-		LVMS: filepath.Join(l.Bin(), "lvms"), LVMSDev: filepath.Join(l.Bin(), "lvms-dev"), GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
-	if cfg.NodesKind == "" {
-		cfg.NodesKind = NodesStandin
-	}
-	if cfg.NodesKind != NodesReal && cfg.NodesKind != NodesStandin {
-		return cfg, fmt.Errorf("nodes kind %q: want %s or %s", cfg.NodesKind, NodesReal, NodesStandin)
-	}
+		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB,
+		LVMSDev: filepath.Join(l.Bin(), "lvms-dev"), GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
 	if cfg.MemoryMiB <= 0 {
-		cfg.MemoryMiB = DefaultMemoryMiB[cfg.NodesKind]
+		cfg.MemoryMiB = DefaultMemoryMiB
 	}
 	var err error
 	if cfg.RepoDir == "" {
@@ -122,18 +115,16 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 			return cfg, err
 		}
 	}
-	if cfg.real() {
-		if o.ImagesDir == "" {
-			o.ImagesDir = filepath.Join(cfg.RepoDir, "_output", "images")
-		}
-		if cfg.Images, err = findImages(o.ImagesDir); err != nil {
+	if o.ImagesDir == "" {
+		o.ImagesDir = filepath.Join(cfg.RepoDir, "_output", "images")
+	}
+	if cfg.Images, err = findImages(o.ImagesDir); err != nil {
+		return cfg, err
+	}
+	if !o.NoProduct {
+		cfg.ProductDigestFile = filepath.Join(o.ImagesDir, "lvms.digest")
+		if cfg.ProductDigest, err = readDigest(cfg.ProductDigestFile); err != nil {
 			return cfg, err
-		}
-		if !o.NoProduct {
-			cfg.ProductDigestFile = filepath.Join(o.ImagesDir, "lvms.digest")
-			if cfg.ProductDigest, err = readDigest(cfg.ProductDigestFile); err != nil {
-				return cfg, err
-			}
 		}
 	}
 	steps := []struct {
@@ -152,17 +143,7 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 			return cfg, err
 		}
 	}
-	what := "go build lvms, lvms-dev, guestbridge"
-	if cfg.real() {
-		// The product runs from its image; only the host's and the guests' tools are built.
-		what, cfg.LVMS = "go build lvms-dev, guestbridge", ""
-	}
-	err = timed(o.Out, what, func() error {
-		if cfg.LVMS != "" {
-			if err := goBuild(ctx, l, cfg.RepoDir, cfg.LVMS, "./cmd/lvms"); err != nil {
-				return err
-			}
-		}
+	err = timed(o.Out, "go build lvms-dev, guestbridge", func() error {
 		if err := goBuild(ctx, l, cfg.RepoDir, cfg.LVMSDev, "./cmd/lvms-dev"); err != nil {
 			return err
 		}
@@ -171,9 +152,9 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	return cfg, err
 }
 
-// DefaultMemoryMiB is a guest's memory by nodes kind: a real node holds containerd's images
-// and the pods' writable layers on tmpfs besides kubelet (~90 MB) and containerd (~50 MB).
-var DefaultMemoryMiB = map[string]int{NodesReal: 1536, NodesStandin: 1024}
+// DefaultMemoryMiB is a guest's memory: a node holds containerd's images and the pods' writable
+// layers on tmpfs besides kubelet (~90 MB) and containerd (~50 MB).
+const DefaultMemoryMiB = 1536
 
 // hostOnlyImages are archives of components the dev cluster runs as host processes (cluster
 // add-ons, not the product): the nodes do not import them, which saves a guest import each.
@@ -247,7 +228,7 @@ func script(ctx context.Context, l Layout, repo, name string) (string, error) {
 	return dir, nil
 }
 
-// goBuild builds a static binary (it runs on the host and in the guests).
+// goBuild builds a static binary (guestbridge runs in the guests).
 func goBuild(ctx context.Context, l Layout, repo, out, pkg string) error {
 	logPath := l.Log("go-build")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)

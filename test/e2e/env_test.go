@@ -41,10 +41,7 @@ const (
 	thinClass  = "lvms-thin"
 	mountPath  = "/data"
 	timeout    = 4 * time.Minute
-	// logTailAnnotation is where the dev-kubelet (stand-in nodes) writes the last lines of a
-	// pod's output.
-	logTailAnnotation = "dev.lvms.io/log-tail"
-	// workloadImage is the test pods' image (busybox), imported into every real node.
+	// workloadImage is the test pods' image (busybox), imported into every node.
 	workloadImage = "lvms.local/workload:dev"
 	// outputLines is how much of a pod's log the tests read.
 	outputLines = 50
@@ -59,9 +56,6 @@ type env struct {
 	c  client.Client
 	cs kubernetes.Interface
 	ns string
-	// real is set when the nodes run a real kubelet and containerd: pods are containers, their
-	// output is the pod log, and node commands run in a privileged hostPID pod.
-	real bool
 }
 
 // newEnv connects, makes sure the e2e LVMCluster is Ready and creates a namespace for the test,
@@ -91,7 +85,6 @@ func newEnv(t *testing.T) *env {
 		t.Fatalf("clientset: %v", err)
 	}
 	e := &env{t: t, c: c, cs: cs, ns: "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))}
-	e.real = e.realNodes()
 	e.ensureLVMCluster()
 	// A namespace of an earlier run on a kept cluster may still be terminating: wait it out.
 	e.waitFor("namespace "+e.ns, func(ctx context.Context) (bool, string, error) {
@@ -110,17 +103,6 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) ctx() context.Context { return e.t.Context() }
-
-// realNodes reports whether the nodes run containerd (real kubelets) rather than the
-// dev-kubelet stand-in.
-func (e *env) realNodes() bool {
-	e.t.Helper()
-	var list corev1.NodeList
-	if err := e.c.List(e.ctx(), &list); err != nil {
-		e.t.Fatalf("list nodes: %v", err)
-	}
-	return len(list.Items) > 0 && strings.HasPrefix(list.Items[0].Status.NodeInfo.ContainerRuntimeVersion, "containerd://")
-}
 
 // ensureLVMCluster creates the e2e LVMCluster (a thick and a thin device class on separate disks)
 // unless it exists, and waits until it is Ready.
@@ -242,8 +224,7 @@ func (e *env) pod(name, claim string, block bool, onNode, script string) {
 	e.create(pod)
 }
 
-// newPod is a pod that runs script once in the workload image (on stand-in nodes the
-// dev-kubelet runs it as a process on the node).
+// newPod is a pod that runs script once in the workload image.
 func newPod(name, script string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -256,17 +237,14 @@ func newPod(name, script string) *corev1.Pod {
 	}
 }
 
-// hostPod is a pod that runs script on node in the node's own mount namespace, with every
-// process of the node visible: its lvm2 commands, its node agent. On stand-in nodes every pod
-// runs on the node already.
-func (e *env) hostPod(name, node, script string) *corev1.Pod {
+// hostPod is a privileged hostPID pod that runs script on node in the node's own mount
+// namespace (PID 1's), with every process of the node visible: its lvm2 commands, its node agent.
+func hostPod(name, node, script string) *corev1.Pod {
 	pod := newPod(name, script)
 	pod.Spec.NodeName = node
-	if e.real {
-		pod.Spec.HostPID = true
-		pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
-		pod.Spec.Containers[0].Command = []string{"/bin/busybox", "nsenter", "--target=1", "--mount", "--", "/bin/sh", "-c", script}
-	}
+	pod.Spec.HostPID = true
+	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
+	pod.Spec.Containers[0].Command = []string{"/bin/busybox", "nsenter", "--target=1", "--mount", "--", "/bin/sh", "-c", script}
 	return pod
 }
 
@@ -286,22 +264,14 @@ func (e *env) finished(name string) (*corev1.Pod, string) {
 	return &pod, e.output(&pod)
 }
 
-// output is the pod's output: its log on real nodes; on stand-in nodes the terminated
-// container's message, else the dev-kubelet's log tail.
+// output is the pod's output: the last outputLines of its log (the pods/log API, which the
+// apiserver fetches from the kubelet).
 func (e *env) output(pod *corev1.Pod) string {
-	if e.real {
-		b, err := e.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: new(int64(outputLines))}).DoRaw(e.ctx())
-		if err != nil {
-			return fmt.Sprintf("(no log: %v)", err)
-		}
-		return string(b)
+	b, err := e.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: new(int64(outputLines))}).DoRaw(e.ctx())
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
 	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil && t.Message != "" {
-			return t.Message
-		}
-	}
-	return pod.Annotations[logTailAnnotation]
+	return string(b)
 }
 
 // volumeOf waits until the claim is Bound and returns its PV and LogicalVolume.
@@ -338,7 +308,7 @@ func (e *env) lvs(node, name string) string {
 // onNode runs script on node in a pod and returns its output.
 func (e *env) onNode(node, name, script string) string {
 	e.t.Helper()
-	e.create(e.hostPod(name, node, script))
+	e.create(hostPod(name, node, script))
 	_, out := e.finished(name)
 	return out
 }

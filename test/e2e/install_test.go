@@ -1,7 +1,6 @@
-//go:build e2e && realnodes
+//go:build e2e
 
-// These tests need the product installed from config/default (real-node dev cluster, issue 11):
-// hack/e2e.sh enables the realnodes tag once real nodes are its default.
+// These tests need the product installed from config/default, as lvms-dev up installs it.
 
 package e2e
 

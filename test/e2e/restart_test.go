@@ -20,9 +20,8 @@ import (
 
 // killAgentScript waits until the node agent runs lvm to create an LV and kills the agent with
 // SIGKILL while that command runs: the LV comes into being after the agent died, and the agent
-// never learned of it. The kubelet restarts the crashed container of the DaemonSet pod (on
-// stand-in nodes hack/uml/dev-node.sh starts the agent again). The [l] keeps pgrep and pkill
-// from matching this shell's command line.
+// never learned of it. The kubelet restarts the crashed container of the DaemonSet pod. The [l]
+// keeps pgrep and pkill from matching this shell's command line.
 const killAgentScript = `echo watching
 cmd=
 while [ -z "$cmd" ]; do cmd=$(pgrep -af '[l]vm lvcreate'); done
@@ -34,7 +33,7 @@ if pkill -9 -f '[l]vms node .*--node-name'; then echo "killed the node agent whi
 func TestAgentRestartMidProvisioning(t *testing.T) {
 	e := newEnv(t)
 	node := e.nodes()[0]
-	e.create(e.hostPod("killer", node, killAgentScript))
+	e.create(hostPod("killer", node, killAgentScript))
 	e.running("killer")
 
 	e.claim("survivor", thinClass, "1Gi", false, "")

@@ -128,8 +128,7 @@ func (e *env) running(name string) *corev1.Pod {
 	return &pod
 }
 
-// waitOutput waits until the output of the running pod (its log; on stand-in nodes the
-// dev-kubelet's log tail, refreshed every few seconds) contains substr.
+// waitOutput waits until the output of the running pod (its log) contains substr.
 func (e *env) waitOutput(name, substr string) {
 	e.t.Helper()
 	e.waitFor(fmt.Sprintf("pod %s to print %q", name, substr), func(ctx context.Context) (bool, string, error) {

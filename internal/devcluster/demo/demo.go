@@ -7,7 +7,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -135,7 +134,7 @@ const (
 func (d *demo) steps() []step {
 	provisioning := []string{"csi-provisioner", "operator", "kube-scheduler", "node-*-agent", "node-*-kubelet"}
 	return []step{
-		{fmt.Sprintf("cluster up (%d nodes, %d x %d GiB disks each)", d.o.Up.Nodes, d.o.Up.Disks, d.o.Up.DiskSize>>30), []string{"supervisor", "node-*-console", "node-*-guestbridge", "node-*-agent", "node-*-kubelet"}, d.up},
+		{fmt.Sprintf("cluster up (%d nodes, %d x %d GiB disks each)", d.o.Up.Nodes, d.o.Up.Disks, d.o.Up.DiskSize>>30), []string{"supervisor", "node-*-console", "node-*-guestbridge", "node-*-containerd", "node-*-kubelet"}, d.up},
 		{"LVMCluster Ready", []string{"operator", "node-*-agent"}, d.lvmCluster},
 		{"PVC + pod: provision, mount, write", provisioning, d.provision},
 		{"online expansion 1Gi -> 2Gi", []string{"csi-resizer", "operator", "node-*-agent", "node-*-kubelet"}, d.expand},
@@ -145,8 +144,8 @@ func (d *demo) steps() []step {
 	}
 }
 
-// podLogs are the kubectl commands that show a component's log on real nodes, where the product
-// runs in pods.
+// podLogs are the kubectl commands that show the log of a component of the product, which runs
+// in pods.
 var podLogs = map[string]string{
 	"operator":        "kubectl -n " + devcluster.Namespace + " logs deploy/lvms-operator -c operator",
 	"csi-provisioner": "kubectl -n " + devcluster.Namespace + " logs deploy/lvms-operator -c csi-provisioner",
@@ -155,12 +154,12 @@ var podLogs = map[string]string{
 	"node-*-agent":    "kubectl -n " + devcluster.Namespace + " logs -l app.kubernetes.io/name=lvms-node --prefix",
 }
 
-// logPaths expands the component names to the log files that exist (on real nodes, the product's
-// components to the kubectl commands that show their logs).
+// logPaths expands the component names to the log files that exist, and the product's
+// components to the kubectl commands that show their logs.
 func (d *demo) logPaths(names []string) []string {
 	var paths []string
 	for _, n := range names {
-		if cmd, ok := podLogs[n]; ok && d.k != nil && d.k.real {
+		if cmd, ok := podLogs[n]; ok {
 			paths = append(paths, cmd)
 			continue
 		}
@@ -196,16 +195,11 @@ func (d *demo) up(ctx context.Context) error {
 }
 
 func (d *demo) connect(ctx context.Context) error {
-	cfg, err := devcluster.ReadConfig(d.l)
-	if err != nil {
-		return err
-	}
 	k, err := newKube(d.l.Kubeconfig(), d.o.Namespace, d.o.StepTimeout, d.out)
 	if err != nil {
 		return err
 	}
 	k.accessMode = corev1.PersistentVolumeAccessMode(d.o.AccessMode)
-	k.real = cfg.NodesKind == devcluster.NodesReal
 	d.k = k
 	nodes, err := k.readyNodes(ctx)
 	if err != nil {
@@ -255,8 +249,7 @@ func (d *demo) kubectlHint() string {
 	if d.o.Up.KubeAssets != "" {
 		return filepath.Join(d.o.Up.KubeAssets, "kubectl")
 	}
-	var cfg devcluster.Config
-	if b, err := os.ReadFile(d.l.Config()); err == nil && json.Unmarshal(b, &cfg) == nil && cfg.KubeAssets != "" {
+	if cfg, err := devcluster.ReadConfig(d.l); err == nil && cfg.KubeAssets != "" {
 		return filepath.Join(cfg.KubeAssets, "kubectl")
 	}
 	return "kubectl"

@@ -60,7 +60,9 @@ func TestSummaryAndLogPaths(t *testing.T) {
 			t.Errorf("summary %q lacks %q", out.String(), want)
 		}
 	}
-	if got := d.logPaths([]string{"operator"}); len(got) != 1 || got[0] != l.Log("operator") {
-		t.Errorf("logPaths = %v", got)
+	// The product's components run in pods: their logs are kubectl commands; the rest are files.
+	got := d.logPaths([]string{"operator", "supervisor"})
+	if len(got) != 2 || got[0] != podLogs["operator"] || got[1] != l.Log("supervisor") {
+		t.Errorf("logPaths = %v, want [%s %s]", got, podLogs["operator"], l.Log("supervisor"))
 	}
 }

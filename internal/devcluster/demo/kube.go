@@ -23,11 +23,7 @@ import (
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
 
-// logTailAnnotation is where the dev-kubelet (stand-in nodes) writes the last lines of a pod's
-// output.
-const logTailAnnotation = "dev.lvms.io/log-tail"
-
-// WorkloadImage is the demo pods' image (busybox), imported into every real node.
+// WorkloadImage is the demo pods' image (busybox), imported into every node.
 const WorkloadImage = "lvms.local/workload:dev"
 
 // outputLines is how much of a pod's log the demo reads and shows.
@@ -38,10 +34,8 @@ const pollInterval = 500 * time.Millisecond
 
 // kube is the demo's API access.
 type kube struct {
-	c  client.Client
-	cs kubernetes.Interface
-	// real is set on a cluster of real nodes: pods are containers, their output is the pod log.
-	real    bool
+	c       client.Client
+	cs      kubernetes.Interface
 	ns      string
 	timeout time.Duration
 	out     io.Writer
@@ -139,7 +133,7 @@ func (k *kube) createPod(ctx context.Context, s podSpec) error {
 			TerminationGracePeriodSeconds: new(int64(2)),
 		},
 	}
-	if s.host && k.real {
+	if s.host {
 		pod.Spec.HostPID = true
 		pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
 		pod.Spec.Containers[0].Command = []string{"/bin/busybox", "nsenter", "--target=1", "--mount", "--", "/bin/sh", "-c", s.script}
@@ -190,23 +184,14 @@ func describePod(pod *corev1.Pod) string {
 	return s
 }
 
-// output is the pod's last output: its log on real nodes (the pods/log API, which the apiserver
-// fetches from the kubelet); on stand-in nodes the terminated container's message, else the
-// dev-kubelet's log-tail annotation.
+// output is the pod's last output: its log (the pods/log API, which the apiserver fetches from
+// the kubelet).
 func (k *kube) output(ctx context.Context, pod *corev1.Pod) string {
-	if k.real {
-		b, err := k.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: new(int64(outputLines))}).DoRaw(ctx)
-		if err != nil {
-			return fmt.Sprintf("(no log: %v)", err)
-		}
-		return strings.TrimRight(string(b), "\n")
+	b, err := k.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: new(int64(outputLines))}).DoRaw(ctx)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
 	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil && t.Message != "" {
-			return t.Message
-		}
-	}
-	return pod.Annotations[logTailAnnotation]
+	return strings.TrimRight(string(b), "\n")
 }
 
 // runOnNode runs script as a pod bound to node and returns its output; the pod is deleted after.
@@ -222,7 +207,7 @@ func (k *kube) runOnNode(ctx context.Context, node, name, script string) (string
 	return out, k.deletePods(ctx, name)
 }
 
-// deletePods deletes the pods and waits until they are gone (the dev-kubelet removes them after
+// deletePods deletes the pods and waits until they are gone (the kubelet removes them after
 // unpublishing their volumes).
 func (k *kube) deletePods(ctx context.Context, names ...string) error {
 	for _, n := range names {

@@ -146,7 +146,7 @@ func (d *demo) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "pod output (annotation %s):\n%s\n", logTailAnnotation, indent(tail))
+	fmt.Fprintf(d.out, "pod output (its log):\n%s\n", indent(tail))
 	return nil
 }
 
