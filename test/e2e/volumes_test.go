@@ -109,7 +109,11 @@ func lvAttr(lvs, name string) string {
 }
 
 // sub is the env for a subtest: same namespace, the subtest's failures.
-func (e *env) sub(t *testing.T) *env { return &env{t: t, c: e.c, ns: e.ns} }
+func (e *env) sub(t *testing.T) *env {
+	s := *e
+	s.t = t
+	return &s
+}
 
 // storageClass creates a StorageClass of the driver with another filesystem, deleted at the end.
 func (e *env) storageClass(name, deviceClass, fstype string) {
