@@ -3,8 +3,9 @@
 # 3 x 8 GiB disks each), go test -tags e2e ./test/e2e/ with KUBECONFIG pointing at it, lvms-dev down.
 #
 # Environment: E2E_STATE_DIR (default: a directory under ${XDG_CACHE_HOME:-~/.cache}/lvms/e2e-cluster)
-# is the cluster's state directory; E2E_TIMEOUT (default 30m) bounds go test; E2E_RUN is passed as
-# -run; E2E_PARALLEL (default 4) is how many of TestVolumeFlows' flows run at once; E2E_KEEP=1
+# is the cluster's state directory; E2E_TIMEOUT (default 50m) bounds go test; E2E_RUN is passed as
+# -run; E2E_PARALLEL (default 2: the nodes are single-CPU guests on a 2-core host, and more flows at once only
+# time out) is how many of TestVolumeFlows' flows run at once; E2E_KEEP=1
 # leaves the cluster up and prints how to reach it. The nodes import the images in _output/images
 # (make images; make e2e builds them first). Fails when go test fails or when anything of the
 # cluster (process, guest, mount, listener) is left after lvms-dev down.
@@ -39,6 +40,6 @@ trap finish EXIT
 # The suite needs a fresh cluster: stop one an interrupted or kept (E2E_KEEP=1) run left here.
 "${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true
 "${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 3 --disk-size 8 >&2
-KUBECONFIG="${STATE}/kubeconfig" "${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-30m}" \
-	-test.parallel "${E2E_PARALLEL:-4}" \
+KUBECONFIG="${STATE}/kubeconfig" "${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-50m}" \
+	-test.parallel "${E2E_PARALLEL:-2}" \
 	${E2E_RUN:+-test.run "${E2E_RUN}"}

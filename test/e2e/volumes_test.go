@@ -138,7 +138,7 @@ func testExpansion(t *testing.T) {
 			e := e.sub(t)
 			name := "grow-" + strings.TrimPrefix(class, "lvms-")
 			e.claim(name, class, "1Gi", false, "")
-			script := `prev=; while true; do cur=$(df -k /data | tail -n 1); [ "$cur" != "$prev" ] && echo "df: $cur"; prev=$cur; sleep 1; done`
+			script := `prev=; while true; do cur=$(df -Pk /data | tail -n 1); [ "$cur" != "$prev" ] && echo "df: $cur"; prev=$cur; sleep 1; done`
 			e.pod(name, name, false, "", script)
 			e.volumeOf(name)
 			var pvc corev1.PersistentVolumeClaim
@@ -168,12 +168,14 @@ func testExpansion(t *testing.T) {
 	}
 }
 
-// lastDF is the 1K-blocks column of the last "df:" line.
+// lastDF is the 1K-blocks column of the last "df:" line, counted from the end of the line
+// (blocks, used, available, use%, mount point) so that a wrapped file system name does not
+// shift it.
 func lastDF(out string) int64 {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if f := strings.Fields(lines[i]); len(f) >= 3 && f[0] == "df:" {
-			n, _ := strconv.ParseInt(f[2], 10, 64)
+		if f := strings.Fields(lines[i]); len(f) >= 6 && f[0] == "df:" {
+			n, _ := strconv.ParseInt(f[len(f)-5], 10, 64)
 			return n
 		}
 	}
