@@ -173,19 +173,20 @@ func bundleDeployment(inst *Install) (*appsv1.Deployment, error) {
 	}
 	pod := &d.Spec.Template.Spec
 	pod.Volumes = slices.DeleteFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == webhookCertVolume })
+	found := false
 	for i := range pod.Containers {
 		c := &pod.Containers[i]
 		c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == webhookCertVolume })
-	}
-	for i := range pod.Containers {
-		c := &pod.Containers[i]
 		if c.Name == operatorContainer {
 			c.Args = append(slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--webhook-cert-mode") }),
 				"--webhook-cert-mode=external")
-			return d, nil
+			found = true
 		}
 	}
-	return nil, fmt.Errorf("deployment %s has no container %q", d.Name, operatorContainer)
+	if !found {
+		return nil, fmt.Errorf("deployment %s has no container %q", d.Name, operatorContainer)
+	}
+	return d, nil
 }
 
 func containerImage(d *appsv1.Deployment) string {
