@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -17,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lvm-operator/lvm-operator/internal/devcluster/demo"
 )
 
 // writeScript writes a file into the mount, reads it back and prints the mount's filesystem type.
@@ -161,25 +162,11 @@ func testExpansion(t *testing.T) {
 					return false, "", err
 				}
 				got := pvc.Status.Capacity[corev1.ResourceStorage]
-				kib := lastDF(e.output(&pod))
+				kib, _ := demo.LastDFSize(e.output(&pod))
 				return got.Cmp(two) >= 0 && kib > 3<<19, fmt.Sprintf("PVC %s, df %d KiB", got.String(), kib), nil
 			})
 		})
 	}
-}
-
-// lastDF is the 1K-blocks column of the last "df:" line, counted from the end of the line
-// (blocks, used, available, use%, mount point) so that a wrapped file system name does not
-// shift it.
-func lastDF(out string) int64 {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if f := strings.Fields(lines[i]); len(f) >= 6 && f[0] == "df:" {
-			n, _ := strconv.ParseInt(f[len(f)-5], 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 func testSnapshotRestore(t *testing.T) {

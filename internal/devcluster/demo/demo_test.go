@@ -26,9 +26,9 @@ func TestLastDFSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := lastDFSize(tt.out)
+			got, ok := LastDFSize(tt.out)
 			if got != tt.want || ok != tt.ok {
-				t.Fatalf("lastDFSize = %d, %t; want %d, %t", got, ok, tt.want, tt.ok)
+				t.Fatalf("LastDFSize = %d, %t; want %d, %t", got, ok, tt.want, tt.ok)
 			}
 		})
 	}

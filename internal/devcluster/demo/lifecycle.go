@@ -51,7 +51,7 @@ func (d *demo) expand(ctx context.Context) error {
 			return false, "", fmt.Errorf("get pod %s: %w", podName, err)
 		}
 		tail = d.k.output(ctx, &p)
-		kib, ok := lastDFSize(tail)
+		kib, ok := LastDFSize(tail)
 		return ok && kib > 3<<19, fmt.Sprintf("df output %q", tail), nil // > 1.5 GiB
 	})
 	if err != nil {
@@ -66,10 +66,11 @@ func (d *demo) expand(ctx context.Context) error {
 	return nil
 }
 
-// lastDFSize is the 1K-blocks column of the last "df:" line of the writer's output. The column is
-// counted from the end (blocks, used, available, use%, mount point), so a line without the
-// file system name (df wraps a long one onto a line of its own) still parses.
-func lastDFSize(out string) (int64, bool) {
+// LastDFSize is the 1K-blocks column of the last "df:" line of a writer's output (the demo's and
+// the e2e suite's expansion checks). The column is counted from the end (blocks, used,
+// available, use%, mount point), so a line without the file system name (df wraps a long one
+// onto a line of its own) still parses.
+func LastDFSize(out string) (int64, bool) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		f := strings.Fields(lines[i])
