@@ -32,8 +32,10 @@ const (
 // attribute, so local-storage isolation and disk-based eviction are off. Every system call
 // costs a ptrace round trip under UML, so periodic work is thinned out: node status every 20 s
 // (the Lease still renews every 10 s), no volume usage stats (real-node.sh also sets cAdvisor's
-// housekeeping to 60 s). Pods are re-synced every 15 s instead of every minute: a Secret volume
-// (the operator's webhook certificate, written when it starts) is refreshed on that sync.
+// housekeeping to 60 s), and no eviction manager (no thresholds: it would otherwise collect node
+// stats every 10 s; a guest short of memory meets its own OOM killer instead). Pods are re-synced
+// every 15 s instead of every minute: a Secret volume (the operator's webhook certificate,
+// written when it starts) is refreshed on that sync.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 0.0.0.0
@@ -53,7 +55,7 @@ resolvConf: /run/lvms-node/resolv.conf
 podCIDR: %[3]s
 clusterDomain: cluster.local
 localStorageCapacityIsolation: false
-evictionHard: {memory.available: 1Mi}
+evictionHard: {}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
@@ -66,12 +68,22 @@ volumeStatsAggPeriod: 0s
 `
 
 // containerdConfig runs pods with crun (each exec of a big binary costs about a second under
-// UML's ptrace; crun starts pods 2.4× faster than runc) and the CNI bridge below.
+// UML's ptrace; crun starts pods 2.4× faster than runc) and the CNI bridge below. The shim
+// timeouts are raised from containerd's 2–5 s: under UML a shim's state query and its cleanup
+// binary often take longer, and each expiry turned into "context deadline exceeded", a killed
+// cleanup and a 10 s backoff before the sandbox was torn down (measured: pods on a busy node
+// reached Succeeded 15 s after their container ended).
 const containerdConfig = `version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
   "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+
+[timeouts]
+  "io.containerd.timeout.shim.cleanup" = "60s"
+  "io.containerd.timeout.shim.load" = "60s"
+  "io.containerd.timeout.shim.shutdown" = "60s"
+  "io.containerd.timeout.task.state" = "60s"
 
 [grpc]
   address = "/run/containerd/containerd.sock"
