@@ -103,8 +103,7 @@ test-unit: ## Unit tests and envtest suites (self-built kube-apiserver + etcd).
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-lvm
-test-lvm: ## Host-layer tests against real lvm2 + device-mapper in User-mode Linux guests (and a one-node dev cluster).
-	$(MAKE) images
+test-lvm: ## Host-layer tests against real lvm2 + device-mapper in User-mode Linux guests (the dev cluster is make e2e's).
 	bash hack/test-lvm.sh
 
 .PHONY: sanity

@@ -5,8 +5,8 @@
 #     compiled (CGO_ENABLED=0 go test -c -tags guest) and its test binary runs inside its own
 #     User-mode Linux guest (internal/testing/uml), at most TEST_LVM_PARALLEL (2) guests at a time;
 #  2. the host-side tests that boot guests themselves (test files mentioning LVMS_UML_TESTS) run
-#     with LVMS_UML_TESTS=1 (the dev cluster's nodes import _output/images: make images, which
-#     make test-lvm runs first).
+#     with LVMS_UML_TESTS=1 (the dev cluster's own up/down is proved by make e2e, whose
+#     hack/e2e.sh fails when anything of the cluster is left after lvms-dev down).
 #
 # Every guest gets the STANDARD DISK LAYOUT (guest tests rely on it; see uml.StandardDisks):
 #   /dev/ubda ... /dev/ubdg  seven read-write 2 GiB sparse disks, LVMS_GUEST_DISKS (comma-separated)

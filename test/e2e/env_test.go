@@ -52,10 +52,11 @@ func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // env is one test's access to the cluster, in a namespace of its own.
 type env struct {
-	t  *testing.T
-	c  client.Client
-	cs kubernetes.Interface
-	ns string
+	t          *testing.T
+	c          client.Client
+	cs         kubernetes.Interface
+	kubeconfig string
+	ns         string
 }
 
 // newEnv connects, makes sure the e2e LVMCluster is Ready and creates a namespace for the test,
@@ -84,7 +85,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("clientset: %v", err)
 	}
-	e := &env{t: t, c: c, cs: cs, ns: "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))}
+	e := &env{t: t, c: c, cs: cs, kubeconfig: kubeconfig, ns: "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))}
 	e.ensureLVMCluster()
 	// A namespace of an earlier run on a kept cluster may still be terminating: wait it out.
 	e.waitFor("namespace "+e.ns, func(ctx context.Context) (bool, string, error) {
@@ -299,13 +300,14 @@ func (e *env) volumeOf(claim string) (*corev1.PersistentVolume, *topolvmv1.Logic
 	return &pv, &lvs.Items[i]
 }
 
-// lvs runs lvs on node in a pod and returns its output.
-func (e *env) lvs(node, name string) string {
+// lvs runs lvs on node (in the node agent's container) and returns its output.
+func (e *env) lvs(node string) string {
 	e.t.Helper()
-	return e.onNode(node, name, "lvs --noheadings -o lv_name,vg_name,lv_size,lv_attr")
+	return e.onAgent(node, "lvs --noheadings -o lv_name,vg_name,lv_size,lv_attr")
 }
 
-// onNode runs script on node in a pod and returns its output.
+// onNode runs script on node in a privileged hostPID pod of its own and returns its output: for
+// nodes without a node agent (onAgent is cheaper where there is one).
 func (e *env) onNode(node, name, script string) string {
 	e.t.Helper()
 	e.create(hostPod(name, node, script))

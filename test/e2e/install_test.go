@@ -8,11 +8,45 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
+
+// TestNodesAndOperator: every node is Ready and runs its pods on containerd (a real kubelet, not a
+// stand-in), and the operator's Deployment, installed from config/default, is Available.
+func TestNodesAndOperator(t *testing.T) {
+	e := newEnv(t)
+	var nodes corev1.NodeList
+	if err := e.c.List(e.ctx(), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		ready := false
+		for _, c := range n.Status.Conditions {
+			ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+		}
+		if rt := n.Status.NodeInfo.ContainerRuntimeVersion; !ready || !strings.HasPrefix(rt, "containerd://") {
+			t.Errorf("node %s: Ready %t, runtime %q; want Ready on containerd", n.Name, ready, rt)
+		}
+	}
+	var d appsv1.Deployment
+	if err := e.c.Get(e.ctx(), client.ObjectKey{Namespace: operatorNS, Name: "lvms-operator"}, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status != corev1.ConditionTrue {
+			t.Errorf("Deployment lvms-operator Available=%s: %s", c.Status, c.Message)
+		}
+	}
+	if d.Status.AvailableReplicas < 1 {
+		t.Errorf("Deployment lvms-operator has %d available replicas", d.Status.AvailableReplicas)
+	}
+}
 
 // TestInstalledPrivileges asks the API server what the service accounts of the install may do:
 // the node agent and the operator run with their own, minimal roles. The allowed rows prove the

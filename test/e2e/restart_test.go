@@ -54,7 +54,7 @@ func TestAgentRestartMidProvisioning(t *testing.T) {
 		c := meta.FindStatusCondition(lv.Status.Conditions, topolvmv1.ConditionCreated)
 		return c != nil && c.Status == metav1.ConditionTrue && lv.Status.Code == 0, fmt.Sprintf("%+v, code %d", c, lv.Status.Code), nil
 	})
-	e.lvsMatchLogicalVolumes(node, "lvs-restarted")
+	e.lvsMatchLogicalVolumes(node)
 
 	if err := e.c.Delete(e.ctx(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: e.ns}}); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestAgentRestartMidProvisioning(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitGone(lv)
-	e.lvsMatchLogicalVolumes(node, "lvs-deleted")
+	e.lvsMatchLogicalVolumes(node)
 }
 
 // nodes lists the cluster's nodes by name.
@@ -87,9 +87,9 @@ func (e *env) nodes() []string {
 // lvsMatchLogicalVolumes fails unless the LVs in the device classes' volume groups on node (thin
 // pools aside) are exactly the volumes of the LogicalVolumes on that node: no leaked LV, none
 // missing.
-func (e *env) lvsMatchLogicalVolumes(node, podName string) {
+func (e *env) lvsMatchLogicalVolumes(node string) {
 	e.t.Helper()
-	out := e.onNode(node, podName, "lvs --noheadings -o lv_name,vg_name,lv_attr")
+	out := e.onAgent(node, "lvs --noheadings -o lv_name,vg_name,lv_attr")
 	onDisk := map[string]bool{}
 	for line := range strings.SplitSeq(out, "\n") {
 		f := strings.Fields(line)

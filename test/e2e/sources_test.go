@@ -73,14 +73,14 @@ func testGenericEphemeralVolume(t *testing.T) {
 	if owner := metav1.GetControllerOf(&pvc); owner == nil || owner.UID != done.UID {
 		t.Fatalf("claim %s is not owned by pod eph: %v", claim, pvc.OwnerReferences)
 	}
-	if lvAttr(e.lvs(done.Spec.NodeName, "lvs-before"), pv.Spec.CSI.VolumeHandle) == "" {
+	if lvAttr(e.lvs(done.Spec.NodeName), pv.Spec.CSI.VolumeHandle) == "" {
 		t.Fatalf("LV %s is not on node %s", pv.Spec.CSI.VolumeHandle, done.Spec.NodeName)
 	}
 	if err := e.c.Delete(e.ctx(), done); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone(lv)
-	if out := e.lvs(done.Spec.NodeName, "lvs-after"); lvAttr(out, pv.Spec.CSI.VolumeHandle) != "" {
+	if out := e.lvs(done.Spec.NodeName); lvAttr(out, pv.Spec.CSI.VolumeHandle) != "" {
 		t.Fatalf("LV %s is still on node %s after its pod was deleted:\n%s", pv.Spec.CSI.VolumeHandle, done.Spec.NodeName, out)
 	}
 }

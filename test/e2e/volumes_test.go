@@ -51,6 +51,10 @@ func TestCapacityPlacement(t *testing.T) {
 	}
 }
 
+// testVolumeModes provisions a claim of every mode (thin and thick; xfs, ext4 and block) for one
+// pod, which writes and reads each: the claims land on the pod's node and are written side by
+// side, and each is an LV of the right kind there. (One pod, not one per claim: a pod costs the
+// single-CPU node about half a minute.)
 func testVolumeModes(t *testing.T) {
 	e := newEnv(t)
 	e.storageClass("e2e-thin-ext4", "thin", "ext4")
@@ -66,31 +70,44 @@ func testVolumeModes(t *testing.T) {
 		{"thin-block", thinClass, "", true, true},
 		{"thick-block", thickClass, "", false, true},
 	}
+	pod := newPod("writer", "")
+	script := []string{"set -e"}
+	for i, tt := range tests {
+		e.claim(tt.name, tt.class, "1Gi", tt.block, "")
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: tt.name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: tt.name}}})
+		c := &pod.Spec.Containers[0]
+		if tt.block {
+			dev := fmt.Sprintf("/dev/xvd%c", 'a'+i)
+			c.VolumeDevices = append(c.VolumeDevices, corev1.VolumeDevice{Name: tt.name, DevicePath: dev})
+			script = append(script, fmt.Sprintf(`printf block-data | dd of=%[1]s conv=notrunc 2>/dev/null; echo "%[2]s read=$(head -c 10 %[1]s)"`, dev, tt.name))
+			continue
+		}
+		dir := mountPath + "/" + tt.name
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: tt.name, MountPath: dir})
+		script = append(script, fmt.Sprintf(`echo e2e-data > %[1]s/f; sync; echo "%[2]s read=$(cat %[1]s/f)"; awk '$2=="%[1]s"{print "%[2]s fstype="$3}' /proc/mounts`, dir, tt.name))
+	}
+	pod.Spec.Containers[0].Command = []string{"sh", "-c", strings.Join(script, "\n")}
+	e.create(pod)
+	done, out := e.finished("writer")
+	lvs := e.lvs(done.Spec.NodeName)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := e.sub(t)
-			e.claim(tt.name, tt.class, "1Gi", tt.block, "")
-			script := writeScript
+			want := tt.name + " read=e2e-data"
 			if tt.block {
-				script = "set -e; printf block-data | dd of=/dev/xvda conv=notrunc 2>/dev/null; echo \"read=$(head -c 10 /dev/xvda)\""
-			}
-			e.pod("w-"+tt.name, tt.name, tt.block, "", script)
-			pod, out := e.finished("w-" + tt.name)
-			want := "read=e2e-data"
-			if tt.block {
-				want = "read=block-data"
+				want = tt.name + " read=block-data"
 			}
 			if !strings.Contains(out, want) {
 				t.Fatalf("pod output %q lacks %q", out, want)
 			}
-			if tt.fstype != "" && !strings.Contains(out, "fstype="+tt.fstype) {
-				t.Fatalf("pod output %q: the mount is not %s", out, tt.fstype)
+			if tt.fstype != "" && !strings.Contains(out, tt.name+" fstype="+tt.fstype) {
+				t.Fatalf("pod output %q: the mount of %s is not %s", out, tt.name, tt.fstype)
 			}
 			pv, lv := e.volumeOf(tt.name)
-			lvs := e.lvs(pod.Spec.NodeName, "lvs-"+tt.name)
 			attr := lvAttr(lvs, pv.Spec.CSI.VolumeHandle)
 			if attr == "" {
-				t.Fatalf("LV %s (LogicalVolume %s) not in lvs on %s:\n%s", pv.Spec.CSI.VolumeHandle, lv.Name, pod.Spec.NodeName, lvs)
+				t.Fatalf("LV %s (LogicalVolume %s) not in lvs on %s:\n%s", pv.Spec.CSI.VolumeHandle, lv.Name, done.Spec.NodeName, lvs)
 			}
 			if thin := attr[0] == 'V'; thin != tt.thin {
 				t.Fatalf("LV %s has attr %s; thin volume wanted: %t", pv.Spec.CSI.VolumeHandle, attr, tt.thin)
@@ -132,41 +149,60 @@ func (e *env) storageClass(name, deviceClass, fstype string) {
 	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), sc) })
 }
 
+// testExpansion grows a mounted claim of each class from 1Gi to 2Gi while one pod uses both: the
+// PVC reports the new capacity and df in the running pod sees the filesystem grow.
 func testExpansion(t *testing.T) {
 	e := newEnv(t)
-	for _, class := range []string{thinClass, thickClass} {
+	classes := []string{thinClass, thickClass}
+	pod := newPod("grower", `prev=; while true; do cur=$(df -Pk `+mountPath+`/*-* | tail -n +2 | sed 's/^/df: /'); [ "$cur" != "$prev" ] && echo "$cur"; prev=$cur; sleep 1; done`)
+	for _, class := range classes {
+		name := "grow-" + strings.TrimPrefix(class, "lvms-")
+		e.claim(name, class, "1Gi", false, "")
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: name, MountPath: mountPath + "/" + name})
+	}
+	e.create(pod)
+	e.running(pod.Name)
+	two := resource.MustParse("2Gi")
+	for _, class := range classes {
+		var pvc corev1.PersistentVolumeClaim
+		if err := e.c.Get(e.ctx(), client.ObjectKey{Namespace: e.ns, Name: "grow-" + strings.TrimPrefix(class, "lvms-")}, &pvc); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(pvc.DeepCopy())
+		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = two
+		if err := e.c.Patch(e.ctx(), &pvc, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, class := range classes {
 		t.Run(class, func(t *testing.T) {
 			e := e.sub(t)
 			name := "grow-" + strings.TrimPrefix(class, "lvms-")
-			e.claim(name, class, "1Gi", false, "")
-			script := `prev=; while true; do cur=$(df -Pk /data | tail -n 1); [ "$cur" != "$prev" ] && echo "df: $cur"; prev=$cur; sleep 1; done`
-			e.pod(name, name, false, "", script)
-			e.volumeOf(name)
-			var pvc corev1.PersistentVolumeClaim
-			key := client.ObjectKey{Namespace: e.ns, Name: name}
-			if err := e.c.Get(e.ctx(), key, &pvc); err != nil {
-				t.Fatal(err)
-			}
-			patch := client.MergeFrom(pvc.DeepCopy())
-			two := resource.MustParse("2Gi")
-			pvc.Spec.Resources.Requests[corev1.ResourceStorage] = two
-			if err := e.c.Patch(e.ctx(), &pvc, patch); err != nil {
-				t.Fatal(err)
-			}
 			e.waitFor("PVC capacity 2Gi and df in the pod above 1.5 GiB", func(ctx context.Context) (bool, string, error) {
-				var pod corev1.Pod
-				if err := e.c.Get(ctx, key, &pvc); err != nil {
-					return false, "", err
-				}
-				if err := e.c.Get(ctx, key, &pod); err != nil {
+				var pvc corev1.PersistentVolumeClaim
+				if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &pvc); err != nil {
 					return false, "", err
 				}
 				got := pvc.Status.Capacity[corev1.ResourceStorage]
-				kib, _ := demo.LastDFSize(e.output(&pod))
+				kib, _ := demo.LastDFSize(linesEndingWith(e.output(pod), " "+mountPath+"/"+name))
 				return got.Cmp(two) >= 0 && kib > 3<<19, fmt.Sprintf("PVC %s, df %d KiB", got.String(), kib), nil
 			})
 		})
 	}
+}
+
+// linesEndingWith keeps the lines of out that end with suffix.
+func linesEndingWith(out, suffix string) string {
+	var keep []string
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.HasSuffix(strings.TrimSpace(line), suffix) {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 func testSnapshotRestore(t *testing.T) {
@@ -211,7 +247,7 @@ func testDeletionRemovesLV(t *testing.T) {
 	pod, _ := e.finished("user")
 	pv, lv := e.volumeOf("gone")
 	id := pv.Spec.CSI.VolumeHandle
-	if lvAttr(e.lvs(pod.Spec.NodeName, "lvs-before"), id) == "" {
+	if lvAttr(e.lvs(pod.Spec.NodeName), id) == "" {
 		t.Fatalf("LV %s is not on node %s", id, pod.Spec.NodeName)
 	}
 	if err := e.c.Delete(e.ctx(), pod); err != nil {
@@ -221,7 +257,7 @@ func testDeletionRemovesLV(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitGone(lv)
-	if out := e.lvs(pod.Spec.NodeName, "lvs-after"); lvAttr(out, id) != "" {
+	if out := e.lvs(pod.Spec.NodeName); lvAttr(out, id) != "" {
 		t.Fatalf("LV %s is still on node %s:\n%s", id, pod.Spec.NodeName, out)
 	}
 }

@@ -49,7 +49,7 @@ func TestLVMClusterDeletion(t *testing.T) {
 		return c.Status == metav1.ConditionTrue && strings.Contains(c.Message, e.ns+"/held"), c.Message, nil
 	})
 	for _, node := range e.nodes() {
-		if out := e.onNode(node, "vgs-blocked-"+node, vgsScript); !strings.Contains(out, " thick ") || !strings.Contains(out, " thin ") {
+		if out := e.onAgent(node, vgsScript); !strings.Contains(out, " thick ") || !strings.Contains(out, " thin ") {
 			t.Fatalf("volume groups of %s while the deletion is blocked: %s", node, out)
 		}
 	}
