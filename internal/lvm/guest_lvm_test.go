@@ -25,7 +25,7 @@ func TestGuestThickVolumesAndState(t *testing.T) {
 	}
 
 	g.must(g.lvm.CreateLV(ctx, vg, lvm.LVOptions{Name: "lin", Size: 100 * mib, Tags: []string{"pvc-1"}}))
-	g.must(g.lvm.CreateLV(ctx, vg, lvm.LVOptions{Name: "str", Size: 100 * mib, Stripes: 2, StripeSize: 64 << 10}))
+	g.must(g.lvm.CreateLV(ctx, vg, lvm.LVOptions{Name: "str", Size: 100 * mib, Stripes: 2, StripeSize: "64k"}))
 
 	var s *lvm.State
 	var reads []time.Duration
@@ -155,7 +155,7 @@ func TestGuestRAID(t *testing.T) {
 	}{
 		{lvm.LVOptions{Name: "r1", RAID: lvm.RAID1, Mirrors: 1}, "raid1", 2},
 		{lvm.LVOptions{Name: "r1x3", RAID: lvm.RAID1, Mirrors: 2}, "raid1", 3},
-		{lvm.LVOptions{Name: "r4", RAID: lvm.RAID4, Stripes: 2, StripeSize: 64 << 10}, "raid4", 3},
+		{lvm.LVOptions{Name: "r4", RAID: lvm.RAID4, Stripes: 2, StripeSize: "64k"}, "raid4", 3},
 		{lvm.LVOptions{Name: "r5", RAID: lvm.RAID5, Stripes: 2}, "raid5", 3},
 		{lvm.LVOptions{Name: "r6", RAID: lvm.RAID6, Stripes: 3}, "raid6", 5},
 		{lvm.LVOptions{Name: "r10", RAID: lvm.RAID10, Mirrors: 1, Stripes: 2}, "raid10", 4},

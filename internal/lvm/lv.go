@@ -26,19 +26,23 @@ type LVOptions struct {
 	Size uint64
 	Tags []string
 	// Stripes > 1 makes a striped LV (or sets the RAID data stripes for
-	// raid4/5/6/10). StripeSize in bytes; 0 = lvm2 default (64 KiB).
+	// raid4/5/6/10). StripeSize is lvcreate -I as written, e.g. "64k"; "" = lvm2 default.
 	Stripes    int
-	StripeSize uint64
+	StripeSize string
 	// RAID selects a RAID segment type; empty = linear/striped.
 	RAID RAIDType
 	// Mirrors is the number of additional copies for raid1/raid10
 	// (lvcreate -m); 0 = lvm2 default (1).
 	Mirrors int
+	// Extra are free-form lvcreate arguments (a device class's or an option class's), placed
+	// after the layout and before the tags.
+	Extra []string
 }
 
-// args builds lvcreate arguments.
-func (o LVOptions) args(vg string) ([]string, error) {
-	if err := validName(o.Name); err != nil {
+// Args builds the lvcreate command line of the LV in vg. This and the other option types' Args
+// are the only lvcreate builders: the Client's Create methods and lvmd both use them.
+func (o LVOptions) Args(vg string) ([]string, error) {
+	if err := ValidName(o.Name); err != nil {
 		return nil, err
 	}
 	if o.Size == 0 || o.Stripes < 0 || o.Mirrors < 0 {
@@ -69,19 +73,22 @@ func (o LVOptions) args(vg string) ([]string, error) {
 	if o.Stripes > 1 {
 		args = append(args, "-i", strconv.Itoa(o.Stripes))
 	}
-	if o.StripeSize > 0 {
-		args = append(args, "-I", sizeArg(o.StripeSize))
+	if o.StripeSize != "" {
+		if err := ValidSizeArg(o.StripeSize); err != nil {
+			return nil, err
+		}
+		args = append(args, "-I", o.StripeSize)
 	}
 	ta, err := tagArgs(o.Tags)
 	if err != nil {
 		return nil, err
 	}
-	return append(append(args, ta...), vg), nil
+	return append(append(append(args, o.Extra...), ta...), vg), nil
 }
 
 // CreateLV creates a thick linear, striped or RAID LV in an owned VG.
 func (c *Client) CreateLV(ctx context.Context, vg VG, o LVOptions) error {
-	return c.create(ctx, vg, o.Name, o.args)
+	return c.create(ctx, vg, o.Name, o.Args)
 }
 
 func (c *Client) create(ctx context.Context, vg VG, name string, build func(vg string) ([]string, error)) error {
@@ -124,8 +131,9 @@ type ThinPoolOptions struct {
 	Tags []string
 }
 
-func (o ThinPoolOptions) args(vg string) ([]string, error) {
-	if err := validName(o.Name); err != nil {
+// Args builds the lvcreate command line of the thin pool in vg.
+func (o ThinPoolOptions) Args(vg string) ([]string, error) {
+	if err := ValidName(o.Name); err != nil {
 		return nil, err
 	}
 	args := []string{"lvcreate", "-y", "--type", "thin-pool", "-n", o.Name}
@@ -153,7 +161,7 @@ func (o ThinPoolOptions) args(vg string) ([]string, error) {
 
 // CreateThinPool creates a thin pool in an owned VG.
 func (c *Client) CreateThinPool(ctx context.Context, vg VG, o ThinPoolOptions) error {
-	return c.create(ctx, vg, o.Name, o.args)
+	return c.create(ctx, vg, o.Name, o.Args)
 }
 
 // ThinLVOptions describes a thin LV.
@@ -163,29 +171,33 @@ type ThinLVOptions struct {
 	// VirtualSize in bytes.
 	VirtualSize uint64
 	Tags        []string
+	// Extra are free-form lvcreate arguments, before the tags.
+	Extra []string
 }
 
-func (o ThinLVOptions) args(vg string) ([]string, error) {
-	if err := validName(o.Name); err != nil {
+// Args builds the lvcreate command line of the thin LV in vg.
+func (o ThinLVOptions) Args(vg string) ([]string, error) {
+	if err := ValidName(o.Name); err != nil {
 		return nil, err
 	}
-	if err := validName(o.Pool); err != nil {
+	if err := ValidName(o.Pool); err != nil {
 		return nil, err
 	}
 	if o.VirtualSize == 0 {
 		return nil, fmt.Errorf("%w: thin LV without size", ErrInvalidArgument)
 	}
-	args := []string{"lvcreate", "-y", "--type", "thin", "-n", o.Name, "-V", sizeArg(o.VirtualSize), "--thinpool", o.Pool}
+	args := []string{"lvcreate", "-y", "--wipesignatures", "y", "-n", o.Name,
+		"--type", "thin", "-V", sizeArg(o.VirtualSize), "--thinpool", o.Pool}
 	ta, err := tagArgs(o.Tags)
 	if err != nil {
 		return nil, err
 	}
-	return append(append(args, ta...), vg), nil
+	return append(append(append(args, o.Extra...), ta...), vg), nil
 }
 
 // CreateThinLV creates a thin LV in a pool of an owned VG.
 func (c *Client) CreateThinLV(ctx context.Context, vg VG, o ThinLVOptions) error {
-	return c.create(ctx, vg, o.Name, o.args)
+	return c.create(ctx, vg, o.Name, o.Args)
 }
 
 // SnapshotOptions describes a snapshot of Origin.
@@ -206,11 +218,12 @@ type SnapshotOptions struct {
 	Tags     []string
 }
 
-func (o SnapshotOptions) args(vg string) ([]string, error) {
-	if err := validName(o.Name); err != nil {
+// Args builds the lvcreate command line of the snapshot in vg.
+func (o SnapshotOptions) Args(vg string) ([]string, error) {
+	if err := ValidName(o.Name); err != nil {
 		return nil, err
 	}
-	if err := validName(o.Origin); err != nil {
+	if err := ValidName(o.Origin); err != nil {
 		return nil, err
 	}
 	args := []string{"lvcreate", "-y", "-s", "-n", o.Name}
@@ -231,7 +244,7 @@ func (o SnapshotOptions) args(vg string) ([]string, error) {
 
 // CreateSnapshot creates a thin or thick snapshot in an owned VG.
 func (c *Client) CreateSnapshot(ctx context.Context, vg VG, o SnapshotOptions) error {
-	return c.create(ctx, vg, o.Name, o.args)
+	return c.create(ctx, vg, o.Name, o.Args)
 }
 
 func yn(b bool) string {

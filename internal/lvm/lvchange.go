@@ -23,7 +23,7 @@ func (c *Client) ExtendLV(ctx context.Context, vg VG, name string, o ExtendOptio
 	if err := checkOwned(vg); err != nil {
 		return fmt.Errorf("extend LV %s: %w", name, err)
 	}
-	if err := validName(name); err != nil {
+	if err := ValidName(name); err != nil {
 		return fmt.Errorf("extend LV in VG %s: %w", vg.Name, err)
 	}
 	args := []string{"lvextend", "-y"}
@@ -60,7 +60,7 @@ func (c *Client) RemoveLV(ctx context.Context, vg VG, name string) error {
 	if err := checkOwned(vg); err != nil {
 		return fmt.Errorf("remove LV %s: %w", name, err)
 	}
-	if err := validName(name); err != nil {
+	if err := ValidName(name); err != nil {
 		return fmt.Errorf("remove LV in VG %s: %w", vg.Name, err)
 	}
 	if err := c.run(ctx, "lvremove", "-y", vg.Name+"/"+name); err != nil {
@@ -82,7 +82,7 @@ func (c *Client) ActivateLV(ctx context.Context, vg VG, name string, o ActivateO
 	if err := checkOwned(vg); err != nil {
 		return fmt.Errorf("change activation of LV %s: %w", name, err)
 	}
-	if err := validName(name); err != nil {
+	if err := ValidName(name); err != nil {
 		return fmt.Errorf("change activation of LV in VG %s: %w", vg.Name, err)
 	}
 	args := []string{"lvchange", activationArg(o.Active)}
@@ -100,7 +100,7 @@ func (c *Client) AddLVTags(ctx context.Context, vg VG, name string, tags ...stri
 	if err := checkOwned(vg); err != nil {
 		return fmt.Errorf("tag LV %s: %w", name, err)
 	}
-	if err := validName(name); err != nil {
+	if err := ValidName(name); err != nil {
 		return fmt.Errorf("tag LV in VG %s: %w", vg.Name, err)
 	}
 	ta, err := tagArgs(tags)

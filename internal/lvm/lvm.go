@@ -49,7 +49,7 @@ func (c *Client) run(ctx context.Context, args ...string) error {
 // orphan PVs are left out); a missing VG is then ErrNotFound.
 func (c *Client) State(ctx context.Context, vgs ...string) (*State, error) {
 	for _, vg := range vgs {
-		if err := validName(vg); err != nil {
+		if err := ValidName(vg); err != nil {
 			return nil, fmt.Errorf("read LVM state: %w", err)
 		}
 	}
@@ -89,14 +89,16 @@ func checkOwned(vg VG) error {
 	if !vg.Owned() {
 		return fmt.Errorf("VG %s has tags %v, not %q: %w", vg.Name, vg.Tags, Tag, ErrNotOurs)
 	}
-	return validName(vg.Name)
+	return ValidName(vg.Name)
 }
 
 // validNameRE is lvm2's character set for VG and LV names; a name must not
 // start with '-' so it can never be taken for an option.
 var validNameRE = regexp.MustCompile(`^[a-zA-Z0-9+_.][a-zA-Z0-9+_.-]*$`)
 
-func validName(name string) error {
+// ValidName checks a VG or LV name against lvm2's rules: 1–127 characters of A-Za-z0-9+_.-, not
+// starting with '-', not "." or "..".
+func ValidName(name string) error {
 	if len(name) > 127 || !validNameRE.MatchString(name) || name == "." || name == ".." {
 		return fmt.Errorf("%w: invalid VG/LV name %q", ErrInvalidArgument, name)
 	}
@@ -122,8 +124,8 @@ func sizeArg(bytes uint64) string {
 func tagArgs(tags []string) ([]string, error) {
 	var args []string
 	for _, t := range tags {
-		if !validTagRE.MatchString(t) {
-			return nil, fmt.Errorf("%w: invalid tag %q", ErrInvalidArgument, t)
+		if err := ValidTag(t); err != nil {
+			return nil, err
 		}
 		args = append(args, "--addtag", t)
 	}
@@ -132,6 +134,26 @@ func tagArgs(tags []string) ([]string, error) {
 
 // validTagRE is lvm2's tag character set (lvm(8) "Tags").
 var validTagRE = regexp.MustCompile(`^[a-zA-Z0-9_+.\-/=!:&#]{1,1000}$`)
+
+// ValidTag checks a tag against lvm2's tag character set.
+func ValidTag(tag string) error {
+	if !validTagRE.MatchString(tag) {
+		return fmt.Errorf("%w: invalid tag %q", ErrInvalidArgument, tag)
+	}
+	return nil
+}
+
+// sizeArgRE is an lvm2 size argument with an optional unit (no unit: lvm2's default for the
+// option, KiB for -I).
+var sizeArgRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[bBsSkKmMgGtT]?$`)
+
+// ValidSizeArg checks a size written for lvm2, such as "64k" for -I.
+func ValidSizeArg(s string) error {
+	if !sizeArgRE.MatchString(s) {
+		return fmt.Errorf("%w: %q is not a size such as 64k", ErrInvalidArgument, s)
+	}
+	return nil
+}
 
 // CreatePVs initialises devices as PVs (`pvcreate`). Devices must have been
 // checked by the device filter first.
@@ -168,7 +190,7 @@ func (c *Client) RemovePV(ctx context.Context, pv PV) error {
 // CreateVG creates VG name on devices, tagged with Tag and any extra tags
 // (`vgcreate --addtag lvms`). Devices that are not PVs yet are initialised.
 func (c *Client) CreateVG(ctx context.Context, name string, devices []string, tags ...string) error {
-	if err := validName(name); err != nil {
+	if err := ValidName(name); err != nil {
 		return fmt.Errorf("create VG: %w", err)
 	}
 	if len(devices) == 0 {

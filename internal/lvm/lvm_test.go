@@ -39,8 +39,8 @@ func TestCommands(t *testing.T) {
 			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1000, Tags: []string{"t"}})
 		}, "lvm lvcreate -y --wipesignatures y -n lv -L 1024b --addtag t vg1"},
 		{"striped", func(ctx context.Context, c *Client) error {
-			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1 << 30, Stripes: 2, StripeSize: 64 << 10})
-		}, "lvm lvcreate -y --wipesignatures y -n lv -L 1073741824b -i 2 -I 65536b vg1"},
+			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1 << 30, Stripes: 2, StripeSize: "64k"})
+		}, "lvm lvcreate -y --wipesignatures y -n lv -L 1073741824b -i 2 -I 64k vg1"},
 		{"raid1", func(ctx context.Context, c *Client) error {
 			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1 << 20, RAID: RAID1, Mirrors: 2})
 		}, "lvm lvcreate -y --wipesignatures y -n lv -L 1048576b --type raid1 -m 2 vg1"},
@@ -48,8 +48,8 @@ func TestCommands(t *testing.T) {
 			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1 << 20, RAID: RAID10, Mirrors: 1, Stripes: 2})
 		}, "lvm lvcreate -y --wipesignatures y -n lv -L 1048576b --type raid10 -m 1 -i 2 vg1"},
 		{"raid5", func(ctx context.Context, c *Client) error {
-			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1 << 20, RAID: RAID5, Stripes: 3, StripeSize: 128 << 10})
-		}, "lvm lvcreate -y --wipesignatures y -n lv -L 1048576b --type raid5 -i 3 -I 131072b vg1"},
+			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1 << 20, RAID: RAID5, Stripes: 3, StripeSize: "128k"})
+		}, "lvm lvcreate -y --wipesignatures y -n lv -L 1048576b --type raid5 -i 3 -I 128k vg1"},
 		{"thin pool", func(ctx context.Context, c *Client) error {
 			return c.CreateThinPool(ctx, ours, ThinPoolOptions{Name: "pool", Extents: PercentOf(90, "FREE"),
 				ChunkSize: 128 << 10, MetadataSize: 16 << 20})
@@ -59,7 +59,7 @@ func TestCommands(t *testing.T) {
 		}, "lvm lvcreate -y --type thin-pool -n pool -L 1073741824b -Z y vg1"},
 		{"thin", func(ctx context.Context, c *Client) error {
 			return c.CreateThinLV(ctx, ours, ThinLVOptions{Name: "pvc-1", Pool: "pool", VirtualSize: 5 << 30})
-		}, "lvm lvcreate -y --type thin -n pvc-1 -V 5368709120b --thinpool pool vg1"},
+		}, "lvm lvcreate -y --wipesignatures y -n pvc-1 --type thin -V 5368709120b --thinpool pool vg1"},
 		{"thin snapshot", func(ctx context.Context, c *Client) error {
 			return c.CreateSnapshot(ctx, ours, SnapshotOptions{Name: "s", Origin: "pvc-1", ReadOnly: true})
 		}, "lvm lvcreate -y -s -n s -p r vg1/pvc-1"},

@@ -132,14 +132,9 @@ func ParseConfig(data []byte) (*Config, error) {
 }
 
 var (
-	// lvmNameRE is lvm2's character set for VG and LV names, not starting
-	// with '-'.
-	lvmNameRE = regexp.MustCompile(`^[a-zA-Z0-9+_.][a-zA-Z0-9+_.-]{0,126}$`)
 	// classNameRE: device and option class names (Kubernetes parameter
 	// values, TopoLVM allows any non-empty string; we keep to a safe set).
 	classNameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._-]{0,251}[a-zA-Z0-9])?$`)
-	// stripeSizeRE is an lvm2 size with an optional unit.
-	stripeSizeRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[bBsSkKmMgGtT]?$`)
 )
 
 // Validate checks the configuration and returns every problem found, joined,
@@ -193,13 +188,13 @@ func (dc *DeviceClass) validate() []error {
 	if !classNameRE.MatchString(dc.Name) {
 		fail("name must be 1-253 letters, digits, '.', '_' or '-'")
 	}
-	if !lvmNameRE.MatchString(dc.VolumeGroup) {
+	if lvm.ValidName(dc.VolumeGroup) != nil {
 		fail("volume-group %q is not a valid LVM VG name", dc.VolumeGroup)
 	}
 	if dc.Stripe != nil && *dc.Stripe == 0 {
 		fail("stripe must be at least 1")
 	}
-	if dc.StripeSize != "" && !stripeSizeRE.MatchString(dc.StripeSize) {
+	if dc.StripeSize != "" && lvm.ValidSizeArg(dc.StripeSize) != nil {
 		fail("stripe-size %q is not a size such as 64k", dc.StripeSize)
 	}
 	if slices.Contains(dc.LVCreateOptions, "") {
@@ -226,7 +221,7 @@ func (dc *DeviceClass) validateThin() []error {
 	if dc.ThinPool == nil {
 		return []error{fmt.Errorf("%w: type thin needs thin-pool", ErrInvalidArgument)}
 	}
-	if !lvmNameRE.MatchString(dc.ThinPool.Name) {
+	if lvm.ValidName(dc.ThinPool.Name) != nil {
 		errs = append(errs, fmt.Errorf("%w: thin-pool name %q is not a valid LVM LV name", ErrInvalidArgument, dc.ThinPool.Name))
 	}
 	if !(dc.ThinPool.OverprovisionRatio >= 1) {
@@ -261,7 +256,7 @@ func (dc *DeviceClass) validateRAID() []error {
 	if r.Mirrors < 0 || r.Stripes < 0 {
 		fail("mirrors and stripes must not be negative")
 	}
-	if r.StripeSize != "" && !stripeSizeRE.MatchString(r.StripeSize) {
+	if r.StripeSize != "" && lvm.ValidSizeArg(r.StripeSize) != nil {
 		fail("stripe-size %q is not a size such as 64k", r.StripeSize)
 	}
 	if dc.Stripe != nil || dc.StripeSize != "" {

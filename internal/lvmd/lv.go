@@ -102,7 +102,10 @@ func (s *Service) CreateLV(ctx context.Context, req CreateLVRequest) (LV, error)
 	if err != nil || existing != nil {
 		return deref(existing), wrapf(err, "create LV %s in device class %s", req.Name, dc.Name)
 	}
-	_, err = exec.Run(ctx, s.exec, lvm.Command, createArgs(dc, oc, req.Name, c.lv.Size, tags)...)
+	args, err := createArgs(dc, oc, req.Name, c.lv.Size, tags)
+	if err == nil {
+		_, err = exec.Run(ctx, s.exec, lvm.Command, args...)
+	}
 	if err != nil {
 		s.release(c)
 		err = fmt.Errorf("create LV %s in device class %s: %w", req.Name, dc.Name, lvmError(err))

@@ -68,8 +68,11 @@ func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, 
 	if !dc.IsThin() {
 		cow = c.lv.Size
 	}
-	args := snapshotArgs(c.vg, req.Source, req.Name, cow, req.ReadOnly, tags)
-	if _, err := exec.Run(ctx, s.exec, lvm.Command, args...); err != nil {
+	args, err := snapshotArgs(c.vg, req.Source, req.Name, cow, req.ReadOnly, tags)
+	if err == nil {
+		_, err = exec.Run(ctx, s.exec, lvm.Command, args...)
+	}
+	if err != nil {
 		s.release(c)
 		err = fmt.Errorf("create snapshot %s of %s: %w", req.Name, req.Source, lvmError(err))
 		return LV{}, s.refreshAfterFailure(ctx, err)
