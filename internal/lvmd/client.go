@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -165,34 +163,8 @@ func fromStatus(err error, format string, args ...any) error {
 	if !ok {
 		return fmt.Errorf(format+": %w", append(args, err)...)
 	}
-	var sentinel error
-	switch st.Code() {
-	case codes.NotFound:
-		sentinel = ErrNotFound
-	case codes.ResourceExhausted:
-		sentinel = ErrInsufficientCapacity
-	case codes.InvalidArgument:
-		sentinel = ErrInvalidArgument
-		if strings.Contains(st.Message(), ErrUnknownDeviceClass.Error()) {
-			sentinel = ErrUnknownDeviceClass
-		}
-	case codes.AlreadyExists:
-		sentinel = ErrAlreadyExists
-	case codes.FailedPrecondition:
-		sentinel = ErrNotOurs
-		if strings.Contains(st.Message(), ErrInUse.Error()) {
-			sentinel = ErrInUse
-		}
-	case codes.Unavailable:
-		if !strings.Contains(st.Message(), ErrNotReady.Error()) {
-			return fmt.Errorf(format+": %w", append(args, err)...)
-		}
-		sentinel = ErrNotReady
-	case codes.Canceled:
-		sentinel = context.Canceled
-	case codes.DeadlineExceeded:
-		sentinel = context.DeadlineExceeded
-	default:
+	sentinel := sentinelOf(st)
+	if sentinel == nil {
 		return fmt.Errorf(format+": %w", append(args, err)...)
 	}
 	return fmt.Errorf(format+": %w: %s", append(args, sentinel, st.Message())...)

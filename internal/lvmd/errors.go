@@ -8,7 +8,8 @@ import (
 )
 
 // Sentinel errors of the service; test with errors.Is. The gRPC server maps
-// them to status codes (see codeOf) and the Client maps codes back.
+// them to status codes and ErrorInfo reasons (the table in reasons.go) and the
+// Client maps the reasons back.
 var (
 	// ErrNotFound: the LV (or a snapshot's source) does not exist.
 	ErrNotFound = errors.New("not found")

@@ -85,36 +85,6 @@ func logUnary(log logr.Logger) grpc.UnaryServerInterceptor {
 	}
 }
 
-// codeOf maps the service's errors to gRPC codes.
-func codeOf(err error) codes.Code {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
-	case errors.Is(err, ErrInvalidArgument):
-		return codes.InvalidArgument
-	case errors.Is(err, ErrInsufficientCapacity):
-		return codes.ResourceExhausted
-	case errors.Is(err, ErrNotFound):
-		return codes.NotFound
-	case errors.Is(err, ErrAlreadyExists):
-		return codes.AlreadyExists
-	case errors.Is(err, ErrNotOurs), errors.Is(err, ErrInUse):
-		return codes.FailedPrecondition
-	case errors.Is(err, ErrNotReady):
-		return codes.Unavailable
-	}
-	return codes.Internal
-}
-
-func toStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	return status.Error(codeOf(err), err.Error())
-}
-
 func lvToProto(lv LV) *lvmdpb.LogicalVolume {
 	return &lvmdpb.LogicalVolume{
 		Name: lv.Name, DeviceClass: lv.DeviceClass, VolumeGroup: lv.VolumeGroup, SizeBytes: lv.Size,
