@@ -26,12 +26,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/devcluster/demo"
 )
 
 const (
@@ -45,6 +47,8 @@ const (
 	workloadImage = "lvms.local/workload:dev"
 	// outputLines is how much of a pod's log the tests read.
 	outputLines = 50
+	// execTimeout bounds one command run in a node agent's container.
+	execTimeout = 2 * time.Minute
 )
 
 // The suite's client logs nothing of its own; failures are reported through t.
@@ -52,11 +56,11 @@ func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // env is one test's access to the cluster, in a namespace of its own.
 type env struct {
-	t          *testing.T
-	c          client.Client
-	cs         kubernetes.Interface
-	kubeconfig string
-	ns         string
+	t   *testing.T
+	c   client.Client
+	cs  kubernetes.Interface
+	cfg *rest.Config
+	ns  string
 }
 
 // newEnv connects, makes sure the e2e LVMCluster is Ready and creates a namespace for the test,
@@ -85,7 +89,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("clientset: %v", err)
 	}
-	e := &env{t: t, c: c, cs: cs, kubeconfig: kubeconfig, ns: "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))}
+	e := &env{t: t, c: c, cs: cs, cfg: cfg, ns: "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))}
 	e.ensureLVMCluster()
 	// A namespace of an earlier run on a kept cluster may still be terminating: wait it out.
 	e.waitFor("namespace "+e.ns, func(ctx context.Context) (bool, string, error) {
@@ -304,6 +308,20 @@ func (e *env) volumeOf(claim string) (*corev1.PersistentVolume, *topolvmv1.Logic
 func (e *env) lvs(node string) string {
 	e.t.Helper()
 	return e.onAgent(node, "lvs --noheadings -o lv_name,vg_name,lv_size,lv_attr")
+}
+
+// onAgent runs script on node in the node agent's container (demo.AgentExec: kubectl exec and
+// nsenter into the node), as an admin looks at a node; checks after the LVMCluster is gone, when
+// there is no agent, use onNode.
+func (e *env) onAgent(node, script string) string {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx(), execTimeout)
+	defer cancel()
+	out, err := demo.AgentExec(ctx, e.cfg, e.c, operatorNS, node, script)
+	if err != nil {
+		e.t.Fatalf("%v\n%s", err, out)
+	}
+	return out
 }
 
 // onNode runs script on node in a privileged hostPID pod of its own and returns its output: for

@@ -16,11 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/devcluster"
 )
 
 // WorkloadImage is the demo pods' image (busybox), imported into every node.
@@ -34,6 +36,7 @@ const pollInterval = 500 * time.Millisecond
 
 // kube is the demo's API access.
 type kube struct {
+	cfg     *rest.Config
 	c       client.Client
 	cs      kubernetes.Interface
 	ns      string
@@ -63,7 +66,7 @@ func newKube(kubeconfig, ns string, timeout time.Duration, out io.Writer) (*kube
 	if err != nil {
 		return nil, fmt.Errorf("clientset for %s: %w", cfg.Host, err)
 	}
-	return &kube{c: c, cs: cs, ns: ns, timeout: timeout, out: out}, nil
+	return &kube{cfg: cfg, c: c, cs: cs, ns: ns, timeout: timeout, out: out}, nil
 }
 
 // waitFor polls cond until it is done; cond describes what it saw, and a timeout reports the last
@@ -113,9 +116,6 @@ type podSpec struct {
 	// which a WaitForFirstConsumer claim needs.
 	nodeName, onNode string
 	restart          corev1.RestartPolicy
-	// host runs the script in the node's own mount namespace (a privileged hostPID pod), to run
-	// the node's lvm2 commands.
-	host bool
 }
 
 func (k *kube) createPod(ctx context.Context, s podSpec) error {
@@ -132,11 +132,6 @@ func (k *kube) createPod(ctx context.Context, s podSpec) error {
 			}},
 			TerminationGracePeriodSeconds: new(int64(2)),
 		},
-	}
-	if s.host {
-		pod.Spec.HostPID = true
-		pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
-		pod.Spec.Containers[0].Command = []string{"/bin/busybox", "nsenter", "--target=1", "--mount", "--", "/bin/sh", "-c", s.script}
 	}
 	if s.onNode != "" {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: s.onNode}
@@ -194,17 +189,11 @@ func (k *kube) output(ctx context.Context, pod *corev1.Pod) string {
 	return strings.TrimRight(string(b), "\n")
 }
 
-// runOnNode runs script as a pod bound to node and returns its output; the pod is deleted after.
-func (k *kube) runOnNode(ctx context.Context, node, name, script string) (string, error) {
-	if err := k.createPod(ctx, podSpec{name: name, script: script, nodeName: node, restart: corev1.RestartPolicyNever, host: true}); err != nil {
-		return "", err
-	}
-	pod, err := k.podPhase(ctx, name, corev1.PodSucceeded)
-	if err != nil {
-		return "", err
-	}
-	out := k.output(ctx, pod)
-	return out, k.deletePods(ctx, name)
+// runOnNode runs script on node in the node agent's container (AgentExec) and returns its output.
+func (k *kube) runOnNode(ctx context.Context, node, script string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.timeout)
+	defer cancel()
+	return AgentExec(ctx, k.cfg, k.c, devcluster.Namespace, node, script)
 }
 
 // deletePods deletes the pods and waits until they are gone (the kubelet removes them after

@@ -123,7 +123,7 @@ func (d *demo) restore(ctx context.Context) error {
 		return err
 	}
 	d.lvIDs = append(d.lvIDs, lv)
-	return d.showLVs(ctx, "lvs-2", d.lvIDs...)
+	return d.showLVs(ctx, d.lvIDs...)
 }
 
 // cleanup deletes everything the demo created and checks that the LVs are gone from the node.
@@ -147,7 +147,7 @@ func (d *demo) cleanup(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(d.out, "no LogicalVolume is left for %s\n", strings.Join(d.lvIDs, ", "))
-	out, err := d.k.runOnNode(ctx, d.node, "demo-lvs-3", lvsScript)
+	out, err := d.k.runOnNode(ctx, d.node, lvsScript)
 	if err != nil {
 		return fmt.Errorf("lvs on node %s: %w", d.node, err)
 	}

@@ -139,7 +139,7 @@ func (d *demo) provision(ctx context.Context) error {
 		return err
 	}
 	d.lvIDs = append(d.lvIDs, lv)
-	if err := d.showLVs(ctx, "lvs-1", lv); err != nil {
+	if err := d.showLVs(ctx, lv); err != nil {
 		return err
 	}
 	tail, err := d.k.waitOutput(ctx, podName, "wrote: "+greeting)
@@ -178,13 +178,14 @@ func (d *demo) showVolume(ctx context.Context, claim string) (string, error) {
 	return pv.Spec.CSI.VolumeHandle, nil
 }
 
-// showLVs runs lvs on the demo's node in a short pod and checks that the named LVs are listed.
-func (d *demo) showLVs(ctx context.Context, pod string, want ...string) error {
-	out, err := d.k.runOnNode(ctx, d.node, "demo-"+pod, lvsScript)
+// showLVs runs lvs on the demo's node (kubectl exec into its node agent) and checks that the
+// named LVs are listed.
+func (d *demo) showLVs(ctx context.Context, want ...string) error {
+	out, err := d.k.runOnNode(ctx, d.node, lvsScript)
 	if err != nil {
 		return fmt.Errorf("lvs on node %s: %w", d.node, err)
 	}
-	fmt.Fprintf(d.out, "lvs on node %s (run by pod demo-%s in the guest):\n%s\n", d.node, pod, indent(out))
+	fmt.Fprintf(d.out, "lvs on node %s (kubectl exec into its node agent, nsenter into the node):\n%s\n", d.node, indent(out))
 	for _, lv := range want {
 		if !strings.Contains(out, lv) {
 			return fmt.Errorf("LV %s is not in lvs on node %s", lv, d.node)
