@@ -34,6 +34,17 @@ var reasons = []struct {
 	{ErrNotReady, codes.Unavailable, "NOT_READY"},
 }
 
+// Code is the gRPC code of a service error by the table; codes.Internal for an error outside it.
+// The LogicalVolume reconciler writes it to status.code, which the CSI controller returns.
+func Code(err error) codes.Code {
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.code
+		}
+	}
+	return codes.Internal
+}
+
 // toStatus is the gRPC status of a service error: the table's code and reason, the error's text
 // as the message; codes.Internal without a reason for an error not in the table.
 func toStatus(err error) error {

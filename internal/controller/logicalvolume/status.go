@@ -19,8 +19,8 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 )
 
-// Condition reasons. The CSI controller treats a False condition with InsufficientCapacity,
-// InvalidArgument, DeviceClassNotFound, SourceNotFound, NotFound or Failed as a failed request.
+// Condition reasons. A False condition always comes with status.code (classify), which is what
+// the CSI controller returns.
 const (
 	ReasonCreated              = "Created"
 	ReasonResized              = "Resized"
@@ -50,35 +50,33 @@ type failure struct {
 	terminal bool
 }
 
-// classify maps an error of lvmd (or of this package) to its report. Capacity, readiness and
-// unexpected lvm failures are retried with backoff (space may be freed, a VG created); the others
-// need a new spec.
+// classify maps an error of lvmd (or of this package) to its report: the gRPC code from lvmd's
+// reason table (lvmd.Code), the condition reason, and whether it is terminal. Capacity, readiness
+// and unexpected lvm failures are retried with backoff (space may be freed, a VG created); the
+// others need a new spec.
 func classify(err error) failure {
+	f := failure{code: lvmd.Code(err), reason: ReasonFailed}
 	switch {
-	case errors.Is(err, context.Canceled):
-		return failure{codes.Canceled, ReasonFailed, false}
-	case errors.Is(err, context.DeadlineExceeded):
-		return failure{codes.DeadlineExceeded, ReasonFailed, false}
 	case errors.Is(err, errVanished):
 		return failure{codes.NotFound, ReasonNotFound, true}
 	case errors.Is(err, errSourceNotFound):
 		return failure{codes.NotFound, ReasonSourceNotFound, true}
 	case errors.Is(err, lvmd.ErrUnknownDeviceClass):
-		return failure{codes.InvalidArgument, ReasonDeviceClassNotFound, true}
+		f.reason, f.terminal = ReasonDeviceClassNotFound, true
 	case errors.Is(err, lvmd.ErrInvalidArgument):
-		return failure{codes.InvalidArgument, ReasonInvalidArgument, true}
+		f.reason, f.terminal = ReasonInvalidArgument, true
 	case errors.Is(err, lvmd.ErrInsufficientCapacity):
-		return failure{codes.ResourceExhausted, ReasonInsufficientCapacity, false}
+		f.reason = ReasonInsufficientCapacity
 	case errors.Is(err, lvmd.ErrAlreadyExists):
-		return failure{codes.AlreadyExists, ReasonAlreadyExists, true}
+		f.reason, f.terminal = ReasonAlreadyExists, true
 	case errors.Is(err, lvmd.ErrNotOurs):
-		return failure{codes.FailedPrecondition, ReasonNotOwned, true}
+		f.reason, f.terminal = ReasonNotOwned, true
 	case errors.Is(err, lvmd.ErrNotReady):
-		return failure{codes.Unavailable, ReasonDeviceClassNotReady, false}
+		f.reason = ReasonDeviceClassNotReady
 	case errors.Is(err, lvmd.ErrNotFound):
-		return failure{codes.NotFound, ReasonNotFound, false}
+		f.reason = ReasonNotFound
 	}
-	return failure{codes.Internal, ReasonFailed, false}
+	return f
 }
 
 // retryable returns err for the work queue: terminal failures as reconcile.TerminalError (no requeue;

@@ -207,7 +207,7 @@ func created(lv *topolvmv1.LogicalVolume) (bool, error) {
 	case lv.Status.VolumeID != "":
 		return true, nil
 	default:
-		err := nodeFailure(lv, topolvmv1.ConditionCreated)
+		err := nodeFailure(lv)
 		return err != nil, err
 	}
 }

@@ -7,8 +7,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
@@ -34,38 +32,15 @@ func (e *nodeError) Error() string {
 	return fmt.Sprintf("node reported %s: %s", e.code, e.message)
 }
 
-// nodeFailure returns the failure the node reported in lv's status for condition condType, or nil.
-// status.code (a gRPC code, kept for TopoLVM compatibility) wins; otherwise a False condition of the
-// current generation whose reason names a terminal failure counts (see reasonCode).
-func nodeFailure(lv *topolvmv1.LogicalVolume, condType string) error {
-	if lv.Status.Code != 0 {
-		return &nodeError{code: codes.Code(lv.Status.Code), message: lv.Status.Message}
-	}
-	c := meta.FindStatusCondition(lv.Status.Conditions, condType)
-	if c == nil || c.Status != metav1.ConditionFalse || c.ObservedGeneration < lv.Generation {
+// nodeFailure returns the failure the node reported in lv's status, or nil: status.code, a gRPC
+// code (kept for TopoLVM compatibility) that the node writes with every failure, from lvmd's reason
+// table (internal/lvmd reasons.go) through the LogicalVolume reconciler. The condition's reason is
+// for people; the code is the one path to the CSI error.
+func nodeFailure(lv *topolvmv1.LogicalVolume) error {
+	if lv.Status.Code == 0 {
 		return nil
 	}
-	if code, ok := reasonCode(c.Reason); ok {
-		return &nodeError{code: code, message: c.Message}
-	}
-	return nil
-}
-
-// reasonCode maps the condition reasons that mean "this request cannot succeed as asked" to gRPC
-// codes. Other reasons (in progress, retrying) keep the caller waiting.
-func reasonCode(reason string) (codes.Code, bool) {
-	switch reason {
-	case "InsufficientCapacity", "NoSpace", "ResourceExhausted":
-		return codes.ResourceExhausted, true
-	case "InvalidArgument", "DeviceClassNotFound", "Unsupported":
-		return codes.InvalidArgument, true
-	case "SourceNotFound", "NotFound":
-		return codes.NotFound, true
-	case "Failed", "Internal":
-		return codes.Internal, true
-	default:
-		return codes.OK, false
-	}
+	return &nodeError{code: codes.Code(lv.Status.Code), message: lv.Status.Message}
 }
 
 // rpcError maps an error of a helper to a gRPC status error.

@@ -119,7 +119,7 @@ func (s *Server) expand(ctx context.Context, id string, size int64) (*topolvmv1.
 		case cur.Status.CurrentSize != nil && cur.Status.CurrentSize.Cmp(*want) >= 0:
 			return true, nil
 		default:
-			err := nodeFailure(cur, topolvmv1.ConditionResized)
+			err := nodeFailure(cur)
 			return err != nil, err
 		}
 	})
