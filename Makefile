@@ -82,6 +82,10 @@ check-dist: ## helm lint + helm template of charts/lvms (Helm built into the cac
 verify: ## Fail on stale generated code, gofmt, go vet, go mod tidy or golangci-lint findings.
 	bash hack/verify.sh
 
+.PHONY: import-graph
+import-graph: ## Regenerate docs/import-graph.md (the module's package import graph, from go list).
+	bash hack/import-graph.sh > docs/import-graph.md
+
 .PHONY: lint
 lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./...

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make verify: regenerates code and manifests and fails if anything they produce differs from the
-# tree, then checks gofmt, go vet, go mod tidy and golangci-lint.
+# tree, then checks the package import graph (docs/import-graph.md), gofmt, go vet, go mod tidy
+# and golangci-lint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +39,13 @@ echo "verify: the product binary holds no development harness" >&2
 if harness="$(go list -deps ./cmd/lvms | grep -E 'internal/dev(/|$)|devcluster|internal/testing|/test/')"; then
 	echo "verify: FAIL: ./cmd/lvms depends on development or test packages:" >&2
 	echo "${harness}" >&2
+	fail=1
+fi
+
+echo "verify: docs/import-graph.md" >&2
+if ! diff -u docs/import-graph.md <(bash hack/import-graph.sh) >"${snapshot}/graph.diff" 2>&1; then
+	echo "verify: FAIL: docs/import-graph.md is stale; run 'make import-graph' and commit:" >&2
+	head -40 "${snapshot}/graph.diff" >&2
 	fail=1
 fi
 
