@@ -69,7 +69,11 @@ func TestServerServesLogsAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	info, err := spec.NewIdentityClient(conn).GetPluginInfo(t.Context(), &spec.GetPluginInfoRequest{})
+	// Start listens in its goroutine: wait for the socket rather than fail on a connect that
+	// comes first (seen under load).
+	callCtx, callCancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer callCancel()
+	info, err := spec.NewIdentityClient(conn).GetPluginInfo(callCtx, &spec.GetPluginInfoRequest{}, grpc.WaitForReady(true))
 	if err != nil || info.GetName() != lvmcsi.DriverName {
 		t.Fatalf("GetPluginInfo: %v, %v", info, err)
 	}
