@@ -216,17 +216,28 @@ func (e *env) create(obj client.Object) {
 func (e *env) pod(name, claim string, block bool, onNode, script string) {
 	e.t.Helper()
 	pod := newPod(name, script)
-	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
 	if block {
-		pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+		useClaim(pod, claim, "", "/dev/xvda")
 	} else {
-		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: mountPath}}
+		useClaim(pod, claim, mountPath, "")
 	}
 	if onNode != "" {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: onNode}
 	}
 	e.create(pod)
+}
+
+// useClaim adds claim to the pod's volumes (named after the claim) and mounts it at dir, or for a
+// block claim (dir "") exposes it at device.
+func useClaim(pod *corev1.Pod, claim, dir, device string) {
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	c := &pod.Spec.Containers[0]
+	if dir == "" {
+		c.VolumeDevices = append(c.VolumeDevices, corev1.VolumeDevice{Name: claim, DevicePath: device})
+		return
+	}
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: claim, MountPath: dir})
 }
 
 // newPod is a pod that runs script once in the workload image.
@@ -317,7 +328,7 @@ func (e *env) onAgent(node, script string) string {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx(), execTimeout)
 	defer cancel()
-	out, err := demo.AgentExec(ctx, e.cfg, e.c, operatorNS, node, script)
+	out, err := demo.AgentExec(ctx, e.cfg, e.c, e.cs, operatorNS, node, script)
 	if err != nil {
 		e.t.Fatalf("%v\n%s", err, out)
 	}

@@ -74,17 +74,14 @@ func testVolumeModes(t *testing.T) {
 	script := []string{"set -e"}
 	for i, tt := range tests {
 		e.claim(tt.name, tt.class, "1Gi", tt.block, "")
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: tt.name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: tt.name}}})
-		c := &pod.Spec.Containers[0]
 		if tt.block {
 			dev := fmt.Sprintf("/dev/xvd%c", 'a'+i)
-			c.VolumeDevices = append(c.VolumeDevices, corev1.VolumeDevice{Name: tt.name, DevicePath: dev})
+			useClaim(pod, tt.name, "", dev)
 			script = append(script, fmt.Sprintf(`printf block-data | dd of=%[1]s conv=notrunc 2>/dev/null; echo "%[2]s read=$(head -c 10 %[1]s)"`, dev, tt.name))
 			continue
 		}
 		dir := mountPath + "/" + tt.name
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: tt.name, MountPath: dir})
+		useClaim(pod, tt.name, dir, "")
 		script = append(script, fmt.Sprintf(`echo e2e-data > %[1]s/f; sync; echo "%[2]s read=$(cat %[1]s/f)"; awk '$2=="%[1]s"{print "%[2]s fstype="$3}' /proc/mounts`, dir, tt.name))
 	}
 	pod.Spec.Containers[0].Command = []string{"sh", "-c", strings.Join(script, "\n")}
@@ -154,21 +151,18 @@ func (e *env) storageClass(name, deviceClass, fstype string) {
 func testExpansion(t *testing.T) {
 	e := newEnv(t)
 	classes := []string{thinClass, thickClass}
+	claimOf := func(class string) string { return "grow-" + strings.TrimPrefix(class, "lvms-") }
 	pod := newPod("grower", `prev=; while true; do cur=$(df -Pk `+mountPath+`/*-* | tail -n +2 | sed 's/^/df: /'); [ "$cur" != "$prev" ] && echo "$cur"; prev=$cur; sleep 1; done`)
 	for _, class := range classes {
-		name := "grow-" + strings.TrimPrefix(class, "lvms-")
-		e.claim(name, class, "1Gi", false, "")
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
-		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
-			corev1.VolumeMount{Name: name, MountPath: mountPath + "/" + name})
+		e.claim(claimOf(class), class, "1Gi", false, "")
+		useClaim(pod, claimOf(class), mountPath+"/"+claimOf(class), "")
 	}
 	e.create(pod)
 	e.running(pod.Name)
 	two := resource.MustParse("2Gi")
 	for _, class := range classes {
 		var pvc corev1.PersistentVolumeClaim
-		if err := e.c.Get(e.ctx(), client.ObjectKey{Namespace: e.ns, Name: "grow-" + strings.TrimPrefix(class, "lvms-")}, &pvc); err != nil {
+		if err := e.c.Get(e.ctx(), client.ObjectKey{Namespace: e.ns, Name: claimOf(class)}, &pvc); err != nil {
 			t.Fatal(err)
 		}
 		patch := client.MergeFrom(pvc.DeepCopy())
@@ -180,7 +174,7 @@ func testExpansion(t *testing.T) {
 	for _, class := range classes {
 		t.Run(class, func(t *testing.T) {
 			e := e.sub(t)
-			name := "grow-" + strings.TrimPrefix(class, "lvms-")
+			name := claimOf(class)
 			e.waitFor("PVC capacity 2Gi and df in the pod above 1.5 GiB", func(ctx context.Context) (bool, string, error) {
 				var pvc corev1.PersistentVolumeClaim
 				if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &pvc); err != nil {

@@ -21,7 +21,7 @@ import (
 // hostPID). It returns stdout followed by stderr. It costs a UML node a few seconds where a pod of
 // its own costs about half a minute (sandbox, CNI, shim, teardown). The demo and the e2e suite
 // use it for lvs and vgs on a node.
-func AgentExec(ctx context.Context, cfg *rest.Config, c client.Client, ns, node, script string) (string, error) {
+func AgentExec(ctx context.Context, cfg *rest.Config, c client.Client, cs kubernetes.Interface, ns, node, script string) (string, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns),
 		client.MatchingLabels{"app.kubernetes.io/name": lvmcluster.NodeDaemonSetName},
@@ -36,10 +36,6 @@ func AgentExec(ctx context.Context, cfg *rest.Config, c client.Client, ns, node,
 	}
 	if agent == nil {
 		return "", fmt.Errorf("no running node agent pod on %s (%d found)", node, len(pods.Items))
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return "", fmt.Errorf("clientset: %w", err)
 	}
 	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(agent.Namespace).Name(agent.Name).
 		SubResource("exec").VersionedParams(&corev1.PodExecOptions{

@@ -193,7 +193,7 @@ func (k *kube) output(ctx context.Context, pod *corev1.Pod) string {
 func (k *kube) runOnNode(ctx context.Context, node, script string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
-	return AgentExec(ctx, k.cfg, k.c, devcluster.Namespace, node, script)
+	return AgentExec(ctx, k.cfg, k.c, k.cs, devcluster.Namespace, node, script)
 }
 
 // deletePods deletes the pods and waits until they are gone (the kubelet removes them after
