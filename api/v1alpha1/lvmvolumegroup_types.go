@@ -27,9 +27,8 @@ type LVMVolumeGroupSpec struct {
 	// +optional
 	Default bool `json:"default,omitempty"`
 
-	// DeviceDiscoveryPolicy says whether disks that appear later are added.
+	// DeviceDiscoveryPolicy says whether disks that appear later are added; unset means Dynamic.
 	// +optional
-	// +kubebuilder:default=Dynamic
 	DeviceDiscoveryPolicy DeviceDiscoveryPolicy `json:"deviceDiscoveryPolicy,omitempty"`
 }
 

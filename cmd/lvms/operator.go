@@ -50,6 +50,7 @@ type operatorFlags struct {
 	webhookCertMode    string
 	webhookService     string
 	webhookConfigName  string
+	mutatingConfigName string
 	csiSocket          string
 }
 
@@ -84,6 +85,7 @@ func newOperatorCommand() *cobra.Command {
 	fl.StringVar(&f.webhookCertMode, "webhook-cert-mode", "self", "self: the operator issues and rotates its own certificate and injects the CA; external: the files in --webhook-cert-dir come from elsewhere (cert-manager)")
 	fl.StringVar(&f.webhookService, "webhook-service", "lvms-webhook-service", "name of the webhook Service (certificate DNS name)")
 	fl.StringVar(&f.webhookConfigName, "webhook-configuration", "lvms-validating-webhook-configuration", "ValidatingWebhookConfiguration to inject the CA into")
+	fl.StringVar(&f.mutatingConfigName, "mutating-webhook-configuration", "lvms-mutating-webhook-configuration", "MutatingWebhookConfiguration to inject the CA into")
 	fl.StringVar(&f.csiSocket, "csi-socket", "/run/topolvm/csi-topolvm.sock", "CSI Identity+Controller socket for the sidecars; empty disables the CSI controller")
 	return cmd
 }
@@ -152,10 +154,9 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 			return err
 		}
 	}
-	// The webhook serves only once its certificate exists; a failed registration ends mgr.Start.
-	validator := lvmswebhook.NewLVMClusterValidator(mgr.GetAPIReader(), f.namespace)
-	if err := mgr.Add(delayedSetup{ready: certsReady, what: "LVMCluster webhook", setup: func() error {
-		return validator.SetupWithManager(mgr)
+	// The webhooks serve only once their certificate exists; a failed registration ends mgr.Start.
+	if err := mgr.Add(delayedSetup{ready: certsReady, what: "LVMCluster webhooks", setup: func() error {
+		return lvmswebhook.Setup(mgr, f.namespace)
 	}}); err != nil {
 		return fmt.Errorf("add LVMCluster webhook setup: %w", err)
 	}
@@ -169,9 +170,9 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 }
 
 // The self-signed certificate mode keeps its certificate in a Secret of the operator namespace and
-// injects the CA into the ValidatingWebhookConfiguration; the operator reads its own Pod to learn
-// the image the node agent runs.
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// injects the CA into the validating and mutating webhook configurations; the operator reads its own
+// Pod to learn the image the node agent runs.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",namespace=lvms-system,resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",namespace=lvms-system,resources=pods,verbs=get
 
@@ -185,13 +186,16 @@ func setupWebhookCerts(mgr ctrl.Manager, f operatorFlags) (<-chan struct{}, erro
 		return ready, nil
 	case "self":
 		err := rotator.AddRotator(mgr, &rotator.CertRotator{
-			SecretKey:             types.NamespacedName{Namespace: f.namespace, Name: "lvms-webhook-server-cert"},
-			CertDir:               f.webhookCertDir,
-			CAName:                "lvms-ca",
-			CAOrganization:        "lvms",
-			DNSName:               fmt.Sprintf("%s.%s.svc", f.webhookService, f.namespace),
-			IsReady:               ready,
-			Webhooks:              []rotator.WebhookInfo{{Name: f.webhookConfigName, Type: rotator.Validating}},
+			SecretKey:      types.NamespacedName{Namespace: f.namespace, Name: "lvms-webhook-server-cert"},
+			CertDir:        f.webhookCertDir,
+			CAName:         "lvms-ca",
+			CAOrganization: "lvms",
+			DNSName:        fmt.Sprintf("%s.%s.svc", f.webhookService, f.namespace),
+			IsReady:        ready,
+			Webhooks: []rotator.WebhookInfo{
+				{Name: f.webhookConfigName, Type: rotator.Validating},
+				{Name: f.mutatingConfigName, Type: rotator.Mutating},
+			},
 			FieldOwner:            lvmcluster.FieldOwner,
 			RequireLeaderElection: false,
 		})

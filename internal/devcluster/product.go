@@ -92,12 +92,17 @@ func (c *cluster) waitWebhookCA(ctx context.Context) error {
 	}
 	var last string
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, productTimeout, true, func(ctx context.Context) (bool, error) {
-		list, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+		validating, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		missing := webhooksWithoutCA(list.Items)
+		mutating, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		missing := webhooksWithoutCA(validating.Items, mutating.Items)
 		last = "no CA bundle yet: " + strings.Join(missing, ", ")
 		return len(missing) == 0, nil
 	})
@@ -107,15 +112,24 @@ func (c *cluster) waitWebhookCA(ctx context.Context) error {
 	return nil
 }
 
-// webhooksWithoutCA names the webhooks that call a Service in the product's namespace and have
-// no CA bundle yet.
-func webhooksWithoutCA(cfgs []admissionregistrationv1.ValidatingWebhookConfiguration) []string {
+// webhooksWithoutCA names the validating and mutating webhooks that call a Service in the product's
+// namespace and have no CA bundle yet.
+func webhooksWithoutCA(validating []admissionregistrationv1.ValidatingWebhookConfiguration,
+	mutating []admissionregistrationv1.MutatingWebhookConfiguration) []string {
 	var missing []string
-	for _, cfg := range cfgs {
+	check := func(cfg, name string, cc admissionregistrationv1.WebhookClientConfig) {
+		if s := cc.Service; s != nil && s.Namespace == Namespace && len(cc.CABundle) == 0 {
+			missing = append(missing, cfg+"/"+name)
+		}
+	}
+	for _, cfg := range validating {
 		for _, wh := range cfg.Webhooks {
-			if s := wh.ClientConfig.Service; s != nil && s.Namespace == Namespace && len(wh.ClientConfig.CABundle) == 0 {
-				missing = append(missing, cfg.Name+"/"+wh.Name)
-			}
+			check(cfg.Name, wh.Name, wh.ClientConfig)
+		}
+	}
+	for _, cfg := range mutating {
+		for _, wh := range cfg.Webhooks {
+			check(cfg.Name, wh.Name, wh.ClientConfig)
 		}
 	}
 	return missing

@@ -3,6 +3,7 @@ package devcluster
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,7 +90,12 @@ func TestWebhooksWithoutCA(t *testing.T) {
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "other", ClientConfig: svc("kube-system")}},
 	}}
 	cfgs[0].Name = "lvms"
-	if got := webhooksWithoutCA(cfgs); len(got) != 1 || got[0] != "lvms/a" {
-		t.Errorf("webhooksWithoutCA = %v, want [lvms/a]", got)
+	mutating := []admissionregistrationv1.MutatingWebhookConfiguration{{
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "m", ClientConfig: svc(Namespace)}, {Name: "n", ClientConfig: withCA}},
+	}}
+	mutating[0].Name = "lvms-m"
+	want := []string{"lvms/a", "lvms-m/m"}
+	if got := webhooksWithoutCA(cfgs, mutating); !slices.Equal(got, want) {
+		t.Errorf("webhooksWithoutCA = %v, want %v", got, want)
 	}
 }

@@ -1,16 +1,17 @@
-// Package webhook holds the admission webhook of `lvms operator` for LVMClusters. The CRD schema and
+// Package webhook holds the admission webhooks of `lvms operator` for LVMClusters. The CRD schema and
 // its CEL rules decide everything the object alone (or with its previous version) can decide, so they
-// hold while the webhook is down; the webhook adds what needs other objects (one LVMCluster per
-// cluster, only in the operator namespace, a disk shared by device classes that select the same
-// existing node), the StorageClass label values CEL cannot afford to check, and upstream LVMS's
-// admission warnings. docs/api-compat.md lists every rule.
+// hold while the webhooks are down; the validating webhook adds what needs other objects (one
+// LVMCluster per cluster, only in the operator namespace, a disk shared by device classes that select
+// the same existing node), the StorageClass label values CEL cannot afford to check, and upstream
+// LVMS's admission warnings; the defaulting webhook sets the one default upstream sets by webhook
+// (deviceDiscoveryPolicy Static for a new class without listed disks). docs/api-compat.md lists every
+// rule.
 package webhook
 
 import (
 	"context"
 	"fmt"
 
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -31,11 +32,6 @@ func NewLVMClusterValidator(reader client.Reader, namespace string) *LVMClusterV
 }
 
 // +kubebuilder:webhook:path=/validate-lvm-topolvm-io-v1alpha1-lvmcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=lvm.topolvm.io,resources=lvmclusters,verbs=create;update,versions=v1alpha1,name=vlvmcluster.lvm.topolvm.io,admissionReviewVersions=v1
-
-// SetupWithManager registers the webhook.
-func (v *LVMClusterValidator) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &lvmv1alpha1.LVMCluster{}).WithValidator(v).Complete()
-}
 
 // ValidateCreate allows one LVMCluster per cluster, in the operator namespace, and no disk shared by
 // two device classes on a node that both select.

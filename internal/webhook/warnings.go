@@ -55,12 +55,12 @@ func deviceClassWarnings(dc *lvmv1alpha1.DeviceClass, classes int, create bool) 
 		}
 	}
 	sel := dc.DeviceSelector
-	explicit := sel != nil && len(sel.Paths)+len(sel.OptionalPaths) > 0
+	explicit := explicitPaths(dc)
 	if !explicit && classes == 1 {
 		out = append(out, prefix+"no deviceSelector.paths: every blank disk of each selected node is used; "+
 			"list the disks in deviceSelector.paths for production")
 	}
-	if create && !explicit && dc.DeviceDiscoveryPolicy != lvmv1alpha1.DeviceDiscoveryPolicyStatic {
+	if create && !explicit && dc.DeviceDiscoveryPolicy == lvmv1alpha1.DeviceDiscoveryPolicyDynamic {
 		out = append(out, prefix+"deviceDiscoveryPolicy is Dynamic without deviceSelector paths: disks that appear "+
 			"later are added to the volume group too; set deviceDiscoveryPolicy: Static or list the disks")
 	}
@@ -104,4 +104,10 @@ func (v *LVMClusterValidator) unknownPaths(ctx context.Context, c *lvmv1alpha1.L
 		}
 	}
 	return out, nil
+}
+
+// explicitPaths reports whether the device class lists its disks (paths or optionalPaths).
+func explicitPaths(dc *lvmv1alpha1.DeviceClass) bool {
+	sel := dc.DeviceSelector
+	return sel != nil && len(sel.Paths)+len(sel.OptionalPaths) > 0
 }

@@ -28,7 +28,7 @@ func schemaCases() []compatCase {
 		{rule: "S3", name: "unknown fstype", create: []clusterOpt{dc0(func(d *lvmv1alpha1.DeviceClass) { d.FilesystemType = "btrfs" })},
 			by: byCRD, want: []string{"deviceClasses[0].fstype", `Unsupported value: "btrfs"`, `"xfs", "ext4"`}},
 		{rule: "S3", name: "fstype defaults to xfs", create: []clusterOpt{dc0(func(d *lvmv1alpha1.DeviceClass) { d.FilesystemType = "" })},
-			check: func(t *testing.T, c *lvmv1alpha1.LVMCluster) {
+			check: func(t *testing.T, c *lvmv1alpha1.LVMCluster, _ bool) {
 				expect(t, "fstype", c.Spec.Storage.DeviceClasses[0].FilesystemType, lvmv1alpha1.FilesystemTypeXFS)
 			}},
 		{rule: "S4", name: "fstype changed", update: []clusterOpt{dc0(func(d *lvmv1alpha1.DeviceClass) { d.FilesystemType = lvmv1alpha1.FilesystemTypeExt4 })},
@@ -36,6 +36,27 @@ func schemaCases() []compatCase {
 		{rule: "S5", name: "unknown deviceDiscoveryPolicy", create: []clusterOpt{dc0(func(d *lvmv1alpha1.DeviceClass) { d.DeviceDiscoveryPolicy = "Sometimes" })},
 			by: byCRD, want: []string{"deviceClasses[0].deviceDiscoveryPolicy", "Unsupported value"}},
 		{rule: "S5", name: "Static accepted", create: []clusterOpt{dc0(func(d *lvmv1alpha1.DeviceClass) { d.DeviceDiscoveryPolicy = lvmv1alpha1.DeviceDiscoveryPolicyStatic })}},
+		{rule: "M1", name: "no disks and no policy: Static with the webhook", check: func(t *testing.T, c *lvmv1alpha1.LVMCluster, webhook bool) {
+			want := lvmv1alpha1.DeviceDiscoveryPolicy("") // the CRDs alone leave it unset, which the node agent reads as Dynamic
+			if webhook {
+				want = lvmv1alpha1.DeviceDiscoveryPolicyStatic
+			}
+			expect(t, "deviceDiscoveryPolicy", c.Spec.Storage.DeviceClasses[0].DeviceDiscoveryPolicy, want)
+		}},
+		{rule: "M1", name: "listed disks leave the policy unset", create: []clusterOpt{withPaths("/dev/sdb")},
+			check: func(t *testing.T, c *lvmv1alpha1.LVMCluster, _ bool) {
+				expect(t, "deviceDiscoveryPolicy", c.Spec.Storage.DeviceClasses[0].DeviceDiscoveryPolicy, "")
+			}},
+		{rule: "M1", name: "explicit Dynamic is kept", create: []clusterOpt{dc0(func(d *lvmv1alpha1.DeviceClass) {
+			d.DeviceDiscoveryPolicy = lvmv1alpha1.DeviceDiscoveryPolicyDynamic
+		})}, check: func(t *testing.T, c *lvmv1alpha1.LVMCluster, _ bool) {
+			expect(t, "deviceDiscoveryPolicy", c.Spec.Storage.DeviceClasses[0].DeviceDiscoveryPolicy, lvmv1alpha1.DeviceDiscoveryPolicyDynamic)
+		}},
+		{rule: "M1", name: "update does not default", update: []clusterOpt{func(c *lvmv1alpha1.LVMCluster) {
+			c.Spec.Storage.DeviceClasses[0].DeviceDiscoveryPolicy = ""
+		}}, check: func(t *testing.T, c *lvmv1alpha1.LVMCluster, _ bool) {
+			expect(t, "deviceDiscoveryPolicy", c.Spec.Storage.DeviceClasses[0].DeviceDiscoveryPolicy, "")
+		}},
 		{rule: "S6", name: "thin pool without a name", create: tp(func(p *lvmv1alpha1.ThinPoolConfig) { p.Name = "" }),
 			by: byCRD, want: []string{"thinPoolConfig.name", "at least 1 chars long"}},
 		{rule: "S7", name: "sizePercent below 10", create: tp(func(p *lvmv1alpha1.ThinPoolConfig) { p.SizePercent = 5 }),
@@ -43,7 +64,7 @@ func schemaCases() []compatCase {
 		{rule: "S7", name: "sizePercent above 100", create: tp(func(p *lvmv1alpha1.ThinPoolConfig) { p.SizePercent = 101 }),
 			by: byCRD, want: []string{"thinPoolConfig.sizePercent", "less than or equal to 100"}},
 		{rule: "S7", name: "sizePercent defaults to 90", create: tp(func(p *lvmv1alpha1.ThinPoolConfig) { p.SizePercent = 0 }),
-			check: func(t *testing.T, c *lvmv1alpha1.LVMCluster) {
+			check: func(t *testing.T, c *lvmv1alpha1.LVMCluster, _ bool) {
 				expect(t, "sizePercent", c.Spec.Storage.DeviceClasses[0].ThinPoolConfig.SizePercent, int32(90))
 			}},
 		{rule: "S8", name: "overprovisionRatio 0", create: tp(func(p *lvmv1alpha1.ThinPoolConfig) { p.OverprovisionRatio = 0 }),
@@ -57,7 +78,7 @@ func schemaCases() []compatCase {
 			by: byCRD, want: []string{"thinPoolConfig.metadataSizeCalculationPolicy", "Unsupported value"}},
 		{rule: "S9", name: "thin pool defaults", create: tp(func(p *lvmv1alpha1.ThinPoolConfig) {
 			p.ChunkSizeCalculationPolicy, p.MetadataSizeCalculationPolicy = "", ""
-		}), check: func(t *testing.T, c *lvmv1alpha1.LVMCluster) {
+		}), check: func(t *testing.T, c *lvmv1alpha1.LVMCluster, _ bool) {
 			p := c.Spec.Storage.DeviceClasses[0].ThinPoolConfig
 			expect(t, "chunkSizeCalculationPolicy", p.ChunkSizeCalculationPolicy, lvmv1alpha1.ChunkSizeCalculationPolicyStatic)
 			expect(t, "metadataSizeCalculationPolicy", p.MetadataSizeCalculationPolicy, lvmv1alpha1.MetadataSizeCalculationPolicyHost)
@@ -77,7 +98,7 @@ func schemaCases() []compatCase {
 // optional fields) and X1-X5 (upstream's examples).
 func storageClassSchemaCases() []compatCase {
 	return []compatCase{
-		{rule: "S15", name: "storageClassOptions defaults", check: func(t *testing.T, c *lvmv1alpha1.LVMCluster) {
+		{rule: "S15", name: "storageClassOptions defaults", check: func(t *testing.T, c *lvmv1alpha1.LVMCluster, _ bool) {
 			o := c.Spec.Storage.DeviceClasses[0].StorageClassOptions
 			if o == nil || o.ReclaimPolicy == nil || o.VolumeBindingMode == nil {
 				t.Fatalf("storageClassOptions not defaulted: %+v", o)

@@ -36,7 +36,7 @@ type compatCase struct {
 	by         refusedBy
 	want       []string // fragments of the refusal: the field and what to do
 	warn       []string // fragments of admission warnings expected with the webhook
-	check      func(t *testing.T, got *lvmv1alpha1.LVMCluster)
+	check      func(t *testing.T, got *lvmv1alpha1.LVMCluster, webhook bool)
 }
 
 // TestAPICompat runs every case of docs/api-compat.md twice: against the CRDs alone, and with the
@@ -111,7 +111,7 @@ func runCompatCase(t *testing.T, tc compatCase, webhook bool) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), c); err != nil {
 			t.Fatalf("get: %v", err)
 		}
-		tc.check(t, c)
+		tc.check(t, c, webhook)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package envtest holds the API-level integration tests: the CRDs of config/crd/bases installed into a
 // real kube-apiserver and etcd (built by hack/kube-assets.sh), and the schema validation, defaulting
 // and status subresources checked against it. The LVMCluster admission webhook of internal/webhook
-// runs in the test process; its ValidatingWebhookConfiguration is installed only while
+// runs in the test process; its webhook configurations are installed only while
 // TestAPICompat's webhook half runs, so every other test sees the CRDs alone.
 package envtest
 
@@ -39,9 +39,10 @@ var (
 	k8s client.Client
 	// warnings collects the admission warnings k8s receives.
 	warnings = &warningRecorder{}
-	// webhookConfig is the ValidatingWebhookConfiguration envtest installed, pointing at the webhook
-	// server of this process; setWebhook installs and removes it.
-	webhookConfig *admissionv1.ValidatingWebhookConfiguration
+	// webhookConfig and mutatingConfig are the webhook configurations envtest installed, pointing at
+	// the webhook server of this process; setWebhook installs and removes them.
+	webhookConfig  *admissionv1.ValidatingWebhookConfiguration
+	mutatingConfig *admissionv1.MutatingWebhookConfiguration
 )
 
 func TestMain(m *testing.M) {
@@ -109,6 +110,11 @@ func setUp(ctx context.Context, cfg *rest.Config, wh *envtest.WebhookInstallOpti
 		return fmt.Errorf("find the installed webhook configuration (%d found): %w", len(list.Items), err)
 	}
 	webhookConfig = list.Items[0].DeepCopy()
+	var mutating admissionv1.MutatingWebhookConfigurationList
+	if err := k8s.List(ctx, &mutating); err != nil || len(mutating.Items) != 1 {
+		return fmt.Errorf("find the installed mutating webhook configuration (%d found): %w", len(mutating.Items), err)
+	}
+	mutatingConfig = mutating.Items[0].DeepCopy()
 	return removeWebhookConfig(ctx)
 }
 
@@ -124,7 +130,7 @@ func startWebhookServer(ctx context.Context, cfg *rest.Config, scheme *runtime.S
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if err := lvmswebhook.NewLVMClusterValidator(mgr.GetAPIReader(), testNamespace).SetupWithManager(mgr); err != nil {
+	if err := lvmswebhook.Setup(mgr, testNamespace); err != nil {
 		return fmt.Errorf("set up webhook: %w", err)
 	}
 	go func() {

@@ -37,17 +37,21 @@ func (w *warningRecorder) take() []string {
 	return out
 }
 
-// setWebhook installs (on) or removes the LVMCluster webhook configuration and waits until the
-// apiserver acts on it, probing with an LVMCluster outside the operator namespace (which only the
-// webhook refuses).
+// setWebhook installs (on) or removes the LVMCluster webhook configurations and waits until the
+// apiserver acts on them, probing with an LVMCluster outside the operator namespace (which only the
+// validating webhook refuses) and one without a discovery policy (which only the mutating webhook
+// sets).
 func setWebhook(t *testing.T, on bool) {
 	t.Helper()
 	ctx := context.Background()
+	deleteAllClusters(t) // the mutating probe must not meet the one-LVMCluster rule
 	var err error
 	if on {
-		cfg := webhookConfig.DeepCopy()
-		cfg.ResourceVersion, cfg.UID = "", ""
-		err = k8s.Create(ctx, cfg)
+		v, m := webhookConfig.DeepCopy(), mutatingConfig.DeepCopy()
+		v.ResourceVersion, v.UID, m.ResourceVersion, m.UID = "", "", "", ""
+		if err = k8s.Create(ctx, v); err == nil || apierrors.IsAlreadyExists(err) {
+			err = k8s.Create(ctx, m)
+		}
 	} else {
 		err = removeWebhookConfig(ctx)
 	}
@@ -55,14 +59,7 @@ func setWebhook(t *testing.T, on bool) {
 		t.Fatalf("set webhook %v: %v", on, err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		probe := sampleCluster(t)
-		probe.Namespace = "default"
-		err := k8s.Create(ctx, probe)
-		if err == nil {
-			_ = k8s.Delete(ctx, probe)
-		}
-		refused := err != nil && strings.Contains(err.Error(), "operator namespace")
-		return refused == on, nil
+		return webhooksActive(ctx, t) == on, nil
 	})
 	warnings.take()
 	if err != nil {
@@ -70,11 +67,30 @@ func setWebhook(t *testing.T, on bool) {
 	}
 }
 
+// webhooksActive reports whether both webhooks act: the validating one refuses an LVMCluster outside
+// the operator namespace, the mutating one sets the discovery policy of a dry-run LVMCluster.
+func webhooksActive(ctx context.Context, t *testing.T) bool {
+	probe := sampleCluster(t)
+	probe.Namespace = "default"
+	err := k8s.Create(ctx, probe)
+	if err == nil {
+		_ = k8s.Delete(ctx, probe)
+	}
+	validating := err != nil && strings.Contains(err.Error(), "operator namespace")
+	probe = sampleCluster(t) // lists no disks and sets no policy
+	err = k8s.Create(ctx, probe, client.DryRunAll)
+	mutating := err == nil && probe.Spec.Storage.DeviceClasses[0].DeviceDiscoveryPolicy == lvmv1alpha1.DeviceDiscoveryPolicyStatic
+	return validating && mutating
+}
+
 func removeWebhookConfig(ctx context.Context) error {
-	cfg := webhookConfig.DeepCopy()
-	cfg.ResourceVersion = ""
-	if err := k8s.Delete(ctx, cfg); err != nil && !apierrors.IsNotFound(err) {
+	v, m := webhookConfig.DeepCopy(), mutatingConfig.DeepCopy()
+	v.ResourceVersion, m.ResourceVersion = "", ""
+	if err := k8s.Delete(ctx, v); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove webhook configuration: %w", err)
+	}
+	if err := k8s.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove mutating webhook configuration: %w", err)
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func startManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme,
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setup controller: %w", err)
 	}
-	if err := lvmswebhook.NewLVMClusterValidator(mgr.GetAPIReader(), operatorNamespace).SetupWithManager(mgr); err != nil {
+	if err := lvmswebhook.Setup(mgr, operatorNamespace); err != nil {
 		return fmt.Errorf("setup webhook: %w", err)
 	}
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
@@ -199,12 +200,17 @@ func thinPoolOptions(tp *lvmv1alpha1.ThinPoolConfig) (lvm.ThinPoolOptions, error
 	return o, nil
 }
 
-// metadataSize is the wanted metadata size in bytes, 0 when lvm2 chooses.
+// metadataSize is the wanted metadata size in bytes, 0 when lvm2 chooses (the Host policy). The
+// Static policy without metadataSize stands for DefaultMetadataSize, as in upstream LVMS.
 func metadataSize(tp *lvmv1alpha1.ThinPoolConfig) uint64 {
-	if tp.MetadataSizeCalculationPolicy != lvmv1alpha1.MetadataSizeCalculationPolicyStatic || tp.MetadataSize == nil {
+	if tp.MetadataSizeCalculationPolicy != lvmv1alpha1.MetadataSizeCalculationPolicyStatic {
 		return 0
 	}
-	if v, ok := tp.MetadataSize.AsInt64(); ok && v > 0 {
+	q := resource.MustParse(lvmv1alpha1.DefaultMetadataSize)
+	if tp.MetadataSize != nil {
+		q = *tp.MetadataSize
+	}
+	if v, ok := q.AsInt64(); ok && v > 0 {
 		return uint64(v)
 	}
 	return 0

@@ -254,7 +254,11 @@ func (f *fakeLVM) CreateThinPool(_ context.Context, vg lvm.VG, o lvm.ThinPoolOpt
 		meta = o.MetadataSize
 	}
 	metaExt := (meta + extent - 1) / extent
-	n := pct*f.free(vg.Name)/100 - 2*metaExt
+	share := pct * f.free(vg.Name) / 100
+	if share <= 2*metaExt {
+		return fmt.Errorf("%w: VG %s: %d%% of the free extents cannot hold 2 × %d metadata extents", lvm.ErrInsufficientSpace, vg.Name, pct, metaExt)
+	}
+	n := share - 2*metaExt
 	if err := f.addLV(vg.Name, o.Name, "thin-pool", n); err != nil {
 		return err
 	}

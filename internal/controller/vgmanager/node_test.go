@@ -104,36 +104,43 @@ func TestSampleClassOnTwoBlankDisksAndOneWithAFilesystem(t *testing.T) {
 }
 
 func TestDiscoveryPolicy(t *testing.T) {
+	optional := func(spec lvmv1alpha1.LVMVolumeGroupSpec) lvmv1alpha1.LVMVolumeGroupSpec {
+		spec.DeviceSelector = &lvmv1alpha1.DeviceSelector{OptionalPaths: []lvmv1alpha1.DevicePath{"/dev/sdb", "/dev/sdc"}}
+		return spec
+	}
+	raid := optional(lvmv1alpha1.LVMVolumeGroupSpec{DeviceDiscoveryPolicy: lvmv1alpha1.DeviceDiscoveryPolicyDynamic,
+		RAIDConfig: &lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType1, Mirrors: ptr.To[int32](1)}})
+	// 2 GiB disks of 4 MiB extents: 512 → 1024 extents; the pool follows to 90% of the VG.
+	grown := []string{"vgextend vg1 /dev/sdc", "lvextend vg1/tp -l 919 --poolmetadatasize 0"}
+	const static = "not added: deviceDiscoveryPolicy is Static and the volume group already exists"
 	tests := []struct {
-		policy      lvmv1alpha1.DeviceDiscoveryPolicy
+		name        string
+		spec        lvmv1alpha1.LVMVolumeGroupSpec
 		wantDevices []string
 		wantChanges []string
 		wantExclude string
 		wantGrow    bool
 	}{
-		{
-			policy:      lvmv1alpha1.DeviceDiscoveryPolicyDynamic,
-			wantDevices: []string{"/dev/sdb", "/dev/sdc"},
-			// 2 GiB disks of 4 MiB extents: 512 → 1024 extents; the pool follows to 90% of the VG.
-			wantChanges: []string{"vgextend vg1 /dev/sdc", "lvextend vg1/tp -l 919 --poolmetadatasize 0"},
-			wantGrow:    true,
-		},
-		{
-			policy:      lvmv1alpha1.DeviceDiscoveryPolicyStatic,
-			wantDevices: []string{"/dev/sdb"},
-			wantExclude: "not added: deviceDiscoveryPolicy is Static and the volume group already exists",
-		},
+		{name: "Dynamic", spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic),
+			wantDevices: []string{"/dev/sdb", "/dev/sdc"}, wantChanges: grown, wantGrow: true},
+		{name: "unset is Dynamic", spec: thinSpec(""),
+			wantDevices: []string{"/dev/sdb", "/dev/sdc"}, wantChanges: grown, wantGrow: true},
+		{name: "Static", spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyStatic),
+			wantDevices: []string{"/dev/sdb"}, wantExclude: static},
+		{name: "Static with listed disks: the list decides", spec: optional(thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyStatic)),
+			wantDevices: []string{"/dev/sdb", "/dev/sdc"}, wantChanges: grown, wantGrow: true},
+		{name: "RAID keeps its disks", spec: raid, wantDevices: []string{"/dev/sdb"},
+			wantExclude: "not added: a RAID device class keeps the disks it was created with"},
 	}
 	for _, tt := range tests {
-		t.Run(string(tt.policy), func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			n := newNode([]string{"/dev/sdb"}, nil)
-			spec := thinSpec(tt.policy)
-			n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: spec})
+			n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: tt.spec})
 			n.lvm.changes = nil
 			n.lvm.sizes["/dev/sdc"] = 2 * gib
 			n.disks.disk("/dev/sdc", 2*gib) // a disk appears
 
-			out := n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: spec})
+			out := n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: tt.spec})
 			if out.Status.Status != lvmv1alpha1.VGStatusReady || !slices.Equal(out.Status.Devices, tt.wantDevices) {
 				t.Fatalf("status %+v", out.Status)
 			}
@@ -146,7 +153,10 @@ func TestDiscoveryPolicy(t *testing.T) {
 			if out.CanGrow != tt.wantGrow {
 				t.Errorf("CanGrow %t, want %t", out.CanGrow, tt.wantGrow)
 			}
-			if pool, vg := n.poolShare(t, "vg1", "tp"); tt.wantGrow && pool != 90*vg/100 {
+			if !tt.wantGrow {
+				return
+			}
+			if pool, vg := n.poolShare(t, "vg1", "tp"); pool != 90*vg/100 {
 				t.Errorf("pool %d extents of %d, want 90%%", pool, vg)
 			}
 		})
@@ -340,6 +350,19 @@ func TestThinPoolMetadataGrows(t *testing.T) {
 	want := []string{"lvextend vg1/tp -l  --poolmetadatasize 16777216"}
 	if got := n.modifications(); !slices.Equal(got, want) || out.Status.Status != lvmv1alpha1.VGStatusReady {
 		t.Errorf("changes %q (want %q), status %+v", got, want, out.Status)
+	}
+}
+
+func TestStaticMetadataDefault(t *testing.T) {
+	n := newNode([]string{"/dev/sdb"}, nil)
+	n.lvm.sizes["/dev/sdb"] = 8 * gib
+	spec := thinSpec("")
+	spec.ThinPoolConfig.SizePercent = 50
+	spec.ThinPoolConfig.MetadataSizeCalculationPolicy = lvmv1alpha1.MetadataSizeCalculationPolicyStatic
+	n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: spec})
+	// Upstream LVMS: the Static policy without metadataSize means 1Gi.
+	if got := n.modifications()[1]; got != "lvcreate thin-pool vg1/tp -l 50%FREE -c 131072 --poolmetadatasize 1073741824" {
+		t.Errorf("pool created with %q", got)
 	}
 }
 

@@ -179,7 +179,7 @@ func (p *plan) planDevices(missing []string) {
 			if p.required(d) {
 				p.failOrDegrade(fmt.Sprintf("device %s of deviceSelector.paths cannot be used: %s", d.Name, strings.Join(v.Reasons, "; ")))
 			}
-		case p.vg != nil && p.in.Spec.DeviceDiscoveryPolicy == lvmv1alpha1.DeviceDiscoveryPolicyStatic:
+		case p.vg != nil && p.static() != "":
 			p.notAdded = append(p.notAdded, d.Name)
 		default:
 			p.add = append(p.add, d.Name)
@@ -281,7 +281,25 @@ func (p *plan) changes() []string {
 
 // canGrow reports whether a disk appearing later would change the VG.
 func (p *plan) canGrow() bool {
-	return p.vg == nil || p.in.Spec.DeviceDiscoveryPolicy != lvmv1alpha1.DeviceDiscoveryPolicyStatic
+	return p.vg == nil || p.static() == ""
+}
+
+// static says why an existing VG keeps the disks it has, "" when it takes disks that appear later.
+// A RAID class always keeps them (its layout is fixed at creation); otherwise deviceDiscoveryPolicy
+// Static does, unless deviceSelector lists disks (then the list decides, and a listed disk that
+// appears later joins). Unset is Dynamic.
+func (p *plan) static() string {
+	if p.in.Spec.RAIDConfig != nil {
+		return "not added: a RAID device class keeps the disks it was created with"
+	}
+	sel := p.in.Spec.DeviceSelector
+	if sel != nil && len(sel.Paths)+len(sel.OptionalPaths) > 0 {
+		return ""
+	}
+	if p.in.Spec.DeviceDiscoveryPolicy == lvmv1alpha1.DeviceDiscoveryPolicyStatic {
+		return "not added: deviceDiscoveryPolicy is Static and the volume group already exists"
+	}
+	return ""
 }
 
 // status builds a VGStatus with the plan's devices and exclusions.
@@ -306,8 +324,7 @@ func (p *plan) excluded() []lvmv1alpha1.ExcludedDevice {
 		name := v.Device.Name
 		switch {
 		case slices.Contains(p.notAdded, name):
-			out = append(out, lvmv1alpha1.ExcludedDevice{Name: name, Reasons: []string{
-				"not added: deviceDiscoveryPolicy is Static and the volume group already exists"}})
+			out = append(out, lvmv1alpha1.ExcludedDevice{Name: name, Reasons: []string{p.static()}})
 		case !v.Usable() && !p.inVG(v.Device):
 			reasons := slices.Clone(v.Reasons)
 			if slices.Contains(p.wipe, name) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
@@ -75,8 +77,14 @@ func TestBundleValidates(t *testing.T) {
 		t.Fatalf("bundle has CSV %v and %d CRDs, want a CSV and 4 CRDs", bundle.CSV != nil, len(bundle.V1CRDs))
 	}
 	csv := bundle.CSV
-	if got := len(csv.Spec.WebhookDefinitions); got != 1 {
-		t.Errorf("CSV has %d webhook definitions, want the LVMCluster validating webhook", got)
+	var types []string
+	for _, w := range csv.Spec.WebhookDefinitions {
+		types = append(types, string(w.Type)+" "+ptr.Deref(w.WebhookPath, ""))
+	}
+	want := []string{"ValidatingAdmissionWebhook /validate-lvm-topolvm-io-v1alpha1-lvmcluster",
+		"MutatingAdmissionWebhook /mutate-lvm-topolvm-io-v1alpha1-lvmcluster"}
+	if !slices.Equal(types, want) {
+		t.Errorf("CSV webhook definitions %q, want %q", types, want)
 	}
 	perms := map[string]bool{}
 	for _, p := range csv.Spec.InstallStrategy.StrategySpec.ClusterPermissions {

@@ -37,7 +37,8 @@ const operatorContainer = "operator"
 // webhook Service and configuration (from webhookdefinitions, with a certificate it manages, so
 // the Secret the self-signed mode keeps its certificate in is left out).
 var bundleKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "Role", "ClusterRole",
-	"RoleBinding", "ClusterRoleBinding", "Service", "Secret", "Deployment", "ValidatingWebhookConfiguration"}
+	"RoleBinding", "ClusterRoleBinding", "Service", "Secret", "Deployment", "ValidatingWebhookConfiguration",
+	"MutatingWebhookConfiguration"}
 
 // bundleFiles renders the OLM bundle (registry+v1): the ClusterServiceVersion, the CRDs and the
 // annotations.
@@ -211,7 +212,7 @@ func almExamples(sample []byte) (string, error) {
 	return string(b), nil
 }
 
-// webhookDefinitions carries the install's validating webhooks into the CSV.
+// webhookDefinitions carries the install's validating and mutating webhooks into the CSV.
 func webhookDefinitions(inst *Install, d *appsv1.Deployment) ([]operatorsv1alpha1.WebhookDescription, error) {
 	var out []operatorsv1alpha1.WebhookDescription
 	for _, u := range inst.find("ValidatingWebhookConfiguration") {
@@ -220,19 +221,47 @@ func webhookDefinitions(inst *Install, d *appsv1.Deployment) ([]operatorsv1alpha
 			return nil, fmt.Errorf("decode %s: %w", u.GetName(), err)
 		}
 		for _, w := range cfg.Webhooks {
-			if w.ClientConfig.Service == nil {
-				return nil, fmt.Errorf("webhook %s: only service webhooks can go into a bundle", w.Name)
+			desc, err := webhookDescription(d, w.Name, w.ClientConfig, w.Rules)
+			if err != nil {
+				return nil, err
 			}
-			out = append(out, operatorsv1alpha1.WebhookDescription{
-				GenerateName: w.Name, Type: operatorsv1alpha1.ValidatingAdmissionWebhook, DeploymentName: d.Name,
-				ContainerPort: 443, TargetPort: new(intstr.FromString("webhook")),
-				Rules: w.Rules, FailurePolicy: w.FailurePolicy, MatchPolicy: w.MatchPolicy, SideEffects: w.SideEffects,
-				TimeoutSeconds: w.TimeoutSeconds, AdmissionReviewVersions: w.AdmissionReviewVersions,
-				WebhookPath: w.ClientConfig.Service.Path,
-			})
+			desc.Type, desc.FailurePolicy, desc.MatchPolicy, desc.SideEffects = operatorsv1alpha1.ValidatingAdmissionWebhook,
+				w.FailurePolicy, w.MatchPolicy, w.SideEffects
+			desc.TimeoutSeconds, desc.AdmissionReviewVersions = w.TimeoutSeconds, w.AdmissionReviewVersions
+			out = append(out, desc)
+		}
+	}
+	for _, u := range inst.find("MutatingWebhookConfiguration") {
+		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", u.GetName(), err)
+		}
+		for _, w := range cfg.Webhooks {
+			desc, err := webhookDescription(d, w.Name, w.ClientConfig, w.Rules)
+			if err != nil {
+				return nil, err
+			}
+			desc.Type, desc.FailurePolicy, desc.MatchPolicy, desc.SideEffects = operatorsv1alpha1.MutatingAdmissionWebhook,
+				w.FailurePolicy, w.MatchPolicy, w.SideEffects
+			desc.TimeoutSeconds, desc.AdmissionReviewVersions = w.TimeoutSeconds, w.AdmissionReviewVersions
+			desc.ReinvocationPolicy = w.ReinvocationPolicy
+			out = append(out, desc)
 		}
 	}
 	return out, nil
+}
+
+// webhookDescription is the part of a CSV webhook definition that validating and mutating webhooks
+// share: OLM serves it from the Deployment's "webhook" port with a certificate it manages.
+func webhookDescription(d *appsv1.Deployment, name string, cc admissionregistrationv1.WebhookClientConfig,
+	rules []admissionregistrationv1.RuleWithOperations) (operatorsv1alpha1.WebhookDescription, error) {
+	if cc.Service == nil {
+		return operatorsv1alpha1.WebhookDescription{}, fmt.Errorf("webhook %s: only service webhooks can go into a bundle", name)
+	}
+	return operatorsv1alpha1.WebhookDescription{
+		GenerateName: name, DeploymentName: d.Name, ContainerPort: 443,
+		TargetPort: new(intstr.FromString("webhook")), Rules: rules, WebhookPath: cc.Service.Path,
+	}, nil
 }
 
 // ownedCRDs describes the CRDs the operator owns, one entry per served version.

@@ -50,7 +50,6 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: deviceDiscoveryPolicy
       type:
         namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.DeviceDiscoveryPolicy
-      default: Dynamic
     - name: deviceSelector
       type:
         namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.DeviceSelector
@@ -252,7 +251,6 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: deviceDiscoveryPolicy
       type:
         namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.DeviceDiscoveryPolicy
-      default: Dynamic
     - name: deviceSelector
       type:
         namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.DeviceSelector

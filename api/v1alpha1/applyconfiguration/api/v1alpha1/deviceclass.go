@@ -56,7 +56,10 @@ type DeviceClassApplyConfiguration struct {
 	// FilesystemType is the filesystem of Filesystem-mode volumes. Immutable.
 	FilesystemType *apiv1alpha1.DeviceFilesystemType `json:"fstype,omitempty"`
 	// DeviceDiscoveryPolicy says whether disks that appear after the volume group was created are added
-	// to it (Dynamic) or not (Static).
+	// to it (Dynamic) or not (Static). Unset means Dynamic, as for device classes made before the field
+	// existed; the admission webhook sets Static on a new LVMCluster's device classes that list no disks
+	// and leave it unset, as upstream LVMS does. With deviceSelector paths the listed disks decide and
+	// the policy has no effect; RAID device classes never add disks later.
 	DeviceDiscoveryPolicy *apiv1alpha1.DeviceDiscoveryPolicy `json:"deviceDiscoveryPolicy,omitempty"`
 	// StorageClassOptions customise the StorageClass lvms-<name>.
 	StorageClassOptions *StorageClassOptionsApplyConfiguration `json:"storageClassOptions,omitempty"`

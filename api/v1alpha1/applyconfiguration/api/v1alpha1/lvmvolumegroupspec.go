@@ -38,7 +38,7 @@ type LVMVolumeGroupSpecApplyConfiguration struct {
 	RAIDConfig *RAIDConfigApplyConfiguration `json:"raidConfig,omitempty"`
 	// Default is true for the default device class.
 	Default *bool `json:"default,omitempty"`
-	// DeviceDiscoveryPolicy says whether disks that appear later are added.
+	// DeviceDiscoveryPolicy says whether disks that appear later are added; unset means Dynamic.
 	DeviceDiscoveryPolicy *apiv1alpha1.DeviceDiscoveryPolicy `json:"deviceDiscoveryPolicy,omitempty"`
 }
 
