@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/lvm-operator/lvm-operator/internal/agent"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
 )
 
 // nodeFlags are the settings of `lvms node`.
@@ -73,7 +73,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 		hostOpts = append(hostOpts, exec.WithPrefix(exec.NSEnterPrefix()...))
 		mountInfo = "proc/1/mountinfo"
 	}
-	if _, err := agent.Setup(mgr, agent.Options{
+	if _, err := nodeagent.Setup(mgr, nodeagent.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, Executor: exec.NewHost(hostOpts...), MountInfo: mountInfo,
 		CSIEndpoint: f.csiSocket, RegistrationSocket: f.registrationSocket, KubeletCSIEndpoint: f.kubeletCSI,
 		LVMDSocket: f.lvmdSocket,

@@ -26,13 +26,13 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
-	"github.com/lvm-operator/lvm-operator/internal/agent"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	csicontroller "github.com/lvm-operator/lvm-operator/internal/csi/controller"
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/bridge"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
 )
 
 // The guest's volume groups and the device classes over them.
@@ -200,7 +200,7 @@ func (s *stack) startManager(t *testing.T, cfg *rest.Config, scheme *runtime.Sch
 		return fmt.Errorf("create manager: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := agent.Setup(mgr, agent.Options{
+	if _, err := nodeagent.Setup(mgr, nodeagent.Options{
 		NodeName: nodeName, Namespace: "lvms-system", Executor: h,
 		CSIEndpoint: "unix://" + s.nodeSocket, StaticConfig: classes,
 	}); err != nil {

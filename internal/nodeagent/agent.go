@@ -1,11 +1,4 @@
-// Package agent assembles the node agent (`lvms node`) from its parts on one controller-runtime
-// manager: lvmd in process (device classes fed live by the volume-group manager), the
-// volume-group manager, the LogicalVolume reconciler, the CSI Identity and Node services on a unix
-// socket, kubelet plugin registration, capacity annotations, metrics and the health check.
-//
-// The same assembly serves production (commands through nsenter into the host) and tests that run
-// it inside a User-mode Linux guest (no prefix), so both exercise one code path.
-package agent
+package nodeagent
 
 import (
 	"context"
@@ -30,7 +23,6 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
 )
 
 // Options configure the node agent.
@@ -142,7 +134,7 @@ func setupCSI(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
 		mounter = mount.New("")
 	}
 	nodeSrv, err := csinode.New(csinode.Options{
-		NodeName: o.NodeName, Volumes: nodeagent.NewVolumes(svc), Mounter: mounter, Exec: o.Executor,
+		NodeName: o.NodeName, Volumes: NewVolumes(svc), Mounter: mounter, Exec: o.Executor,
 	})
 	if err != nil {
 		return fmt.Errorf("CSI node service: %w", err)
@@ -157,13 +149,13 @@ func setupCSI(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
 	if err := mgr.Add(srv); err != nil {
 		return fmt.Errorf("add CSI server: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("csi", nodeagent.ProbeCheck(ident, 0)); err != nil {
+	if err := mgr.AddHealthzCheck("csi", ProbeCheck(ident, 0)); err != nil {
 		return fmt.Errorf("add CSI health check: %w", err)
 	}
 	if o.RegistrationSocket == "" {
 		return nil
 	}
-	reg := nodeagent.NewRegistration(nodeagent.RegistrationOptions{SocketPath: o.RegistrationSocket, Endpoint: o.KubeletCSIEndpoint})
+	reg := NewRegistration(RegistrationOptions{SocketPath: o.RegistrationSocket, Endpoint: o.KubeletCSIEndpoint})
 	if err := mgr.Add(reg); err != nil {
 		return fmt.Errorf("add plugin registration: %w", err)
 	}
@@ -171,13 +163,13 @@ func setupCSI(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
 }
 
 func setupReporting(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
-	ann, err := nodeagent.NewCapacityAnnotator(nodeagent.CapacityAnnotatorOptions{
+	ann, err := NewCapacityAnnotator(CapacityAnnotatorOptions{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), NodeName: o.NodeName, Capacities: svc,
 	})
 	if err != nil {
 		return fmt.Errorf("capacity annotations: %w", err)
 	}
-	m := nodeagent.NewMetrics(o.NodeName, svc)
+	m := NewMetrics(o.NodeName, svc)
 	if err := m.Register(metrics.Registry); err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
