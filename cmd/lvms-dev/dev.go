@@ -55,7 +55,7 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 	fl.StringVar(&o.RepoDir, "repo", "", "repository root (default: found above the working directory)")
 	fl.StringVar(&o.KubeAssets, "kube-assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd, kube-apiserver, ... (default: hack/kube-assets.sh)")
 	fl.StringVar(&o.CSITools, "csi-tools", "", "directory with the CSI sidecars and snapshot-crds/ (default: hack/csi-tools.sh)")
-	fl.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the cluster once the supervisor runs")
+	fl.DurationVar(&o.Timeout, "timeout", 12*time.Minute, "how long to wait for the cluster once the supervisor runs (each phase has its own, shorter bound that fails with a precise error; this one catches the rest)")
 	return cmd
 }
 

@@ -50,6 +50,6 @@ func newDevDemoCommand() *cobra.Command {
 	fl.StringVar(&o.Up.ImagesDir, "images-dir", "", "OCI archives the nodes import (default: <repo>/_output/images; make images builds them)")
 	fl.StringVar(&o.Up.RepoDir, "repo", "", "repository root (default: found above the working directory)")
 	fl.StringVar(&o.Up.KubeAssets, "kube-assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd, kube-apiserver, ... (default: hack/kube-assets.sh)")
-	fl.DurationVar(&o.Up.Timeout, "up-timeout", 5*time.Minute, "how long lvms-dev up waits for the cluster")
+	fl.DurationVar(&o.Up.Timeout, "up-timeout", 12*time.Minute, "how long lvms-dev up waits for the cluster")
 	return cmd
 }
