@@ -86,6 +86,10 @@ verify: ## Fail on stale generated code, gofmt, go vet, go mod tidy or golangci-
 import-graph: ## Regenerate docs/import-graph.md (the module's package import graph, from go list).
 	bash hack/import-graph.sh > docs/import-graph.md
 
+.PHONY: fmt
+fmt: ## Apply the formatters of .golangci.yml (gofmt, goimports, golines at 120 columns).
+	"$$(bash hack/golangci-lint.sh | tail -1)" fmt
+
 .PHONY: lint
 lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./...

@@ -27,7 +27,12 @@ func newDevCommand() *cobra.Command {
 			"running the kubelet, containerd and real lvm2, with the product installed from config/default.\n" +
 			"Everything lives in --state-dir; see docs/dev-cluster.md.",
 	}
-	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", def, "directory holding the cluster's certificates, logs, pid files and disks")
+	cmd.PersistentFlags().StringVar(
+		&stateDir,
+		"state-dir",
+		def,
+		"directory holding the cluster's certificates, logs, pid files and disks",
+	)
 	cmd.AddCommand(newDevUpCommand(&stateDir), newDevDownCommand(&stateDir), newDevStatusCommand(&stateDir),
 		newDevSuperviseCommand(&stateDir))
 	return cmd
@@ -50,12 +55,32 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 	fl.IntVar(&o.Disks, "disks", 3, "sparse disks per node (/dev/ubda, /dev/ubdb, ...)")
 	fl.IntVar(&diskGiB, "disk-size", 8, "size of each disk in GiB (sparse)")
 	fl.IntVar(&o.MemoryMiB, "memory", devcluster.DefaultMemoryMiB, "memory per guest in MiB")
-	fl.StringVar(&o.ImagesDir, "images-dir", "", "OCI archives the nodes import (default: <repo>/_output/images; make images builds them)")
+	fl.StringVar(
+		&o.ImagesDir,
+		"images-dir",
+		"",
+		"OCI archives the nodes import (default: <repo>/_output/images; make images builds them)",
+	)
 	fl.BoolVar(&o.NoProduct, "no-product", false, "do not install the product (config/default): the nodes alone")
 	fl.StringVar(&o.RepoDir, "repo", "", "repository root (default: found above the working directory)")
-	fl.StringVar(&o.KubeAssets, "kube-assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd, kube-apiserver, ... (default: hack/kube-assets.sh)")
-	fl.StringVar(&o.CSITools, "csi-tools", "", "directory with the CSI sidecars and snapshot-crds/ (default: hack/csi-tools.sh)")
-	fl.DurationVar(&o.Timeout, "timeout", 12*time.Minute, "how long to wait for the cluster once the supervisor runs (each phase has its own, shorter bound that fails with a precise error; this one catches the rest)")
+	fl.StringVar(
+		&o.KubeAssets,
+		"kube-assets",
+		os.Getenv("KUBEBUILDER_ASSETS"),
+		"directory with etcd, kube-apiserver, ... (default: hack/kube-assets.sh)",
+	)
+	fl.StringVar(
+		&o.CSITools,
+		"csi-tools",
+		"",
+		"directory with the CSI sidecars and snapshot-crds/ (default: hack/csi-tools.sh)",
+	)
+	fl.DurationVar(
+		&o.Timeout,
+		"timeout",
+		12*time.Minute,
+		"how long to wait for the cluster once the supervisor runs (each phase has its own, shorter bound that fails with a precise error; this one catches the rest)",
+	)
 	return cmd
 }
 

@@ -32,7 +32,14 @@ func newDistCommand() *cobra.Command {
 			if err := dist.Write(root, files); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "dist: wrote %d files (%s, %s/, %s/)\n", len(files), dist.InstallFile, dist.ChartDir, dist.BundleDir)
+			fmt.Fprintf(
+				cmd.OutOrStdout(),
+				"dist: wrote %d files (%s, %s/, %s/)\n",
+				len(files),
+				dist.InstallFile,
+				dist.ChartDir,
+				dist.BundleDir,
+			)
 			return nil
 		},
 	}

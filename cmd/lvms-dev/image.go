@@ -55,7 +55,12 @@ func newImageBuildCommand() *cobra.Command {
 	fl.StringVar(&f.version, "version", "", "version stamped into lvms (default: git describe --tags --always --dirty)")
 	fl.StringVar(&f.commit, "commit", "", "commit stamped into lvms (default: git rev-parse HEAD)")
 	fl.StringVar(&f.lvmsRef, "lvms-ref", image.DefaultLvmsRef, "reference of the product image")
-	fl.StringVar(&f.csiTools, "csi-tools", "", "directory of the sidecar binaries (default: the last line of bash hack/csi-tools.sh)")
+	fl.StringVar(
+		&f.csiTools,
+		"csi-tools",
+		"",
+		"directory of the sidecar binaries (default: the last line of bash hack/csi-tools.sh)",
+	)
 	fl.StringVar(&f.epoch, "source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"),
 		"Unix time of every file and of the images (default: $SOURCE_DATE_EPOCH, else the commit time of HEAD)")
 	return cmd
@@ -189,6 +194,11 @@ func newImagePushCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&ref, "ref", "", "where to push, REGISTRY/REPO:TAG")
-	cmd.Flags().StringVar(&archive, "archive", filepath.Join("_output", "images", "lvms.tar"), "OCI archive written by image build")
+	cmd.Flags().StringVar(
+		&archive,
+		"archive",
+		filepath.Join("_output", "images", "lvms.tar"),
+		"OCI archive written by image build",
+	)
 	return cmd
 }

@@ -46,9 +46,19 @@ func newLvmdCommand() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "", "lvmd configuration file (YAML: device-classes, lvcreate-option-classes)")
-	fl.StringVar(&f.socket, "socket", "", "unix socket to serve on (default: the config's socket-name, else "+defaultLvmdSocket+")")
+	fl.StringVar(
+		&f.socket,
+		"socket",
+		"",
+		"unix socket to serve on (default: the config's socket-name, else "+defaultLvmdSocket+")",
+	)
 	fl.BoolVar(&f.nsenter, "nsenter", false, "run lvm in the namespaces of the host's PID 1 (in a pod with hostPID)")
-	fl.DurationVar(&f.refreshInterval, "refresh-interval", lvmd.DefaultRefreshInterval, "period of the full LVM state read")
+	fl.DurationVar(
+		&f.refreshInterval,
+		"refresh-interval",
+		lvmd.DefaultRefreshInterval,
+		"period of the full LVM state read",
+	)
 	fl.DurationVar(&f.gracePeriod, "grace-period", 10*time.Second, "how long in-flight calls may take after SIGTERM")
 	fl.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")
 	_ = cmd.MarkFlagRequired("config")
@@ -56,7 +66,9 @@ func newLvmdCommand() *cobra.Command {
 }
 
 func runLvmd(cmd *cobra.Command, f lvmdFlags) error {
-	log := logr.FromSlogHandler(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.Level(-f.verbosity)}))
+	log := logr.FromSlogHandler(
+		slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.Level(-f.verbosity)}),
+	)
 	ctx, stop := signal.NotifyContext(logr.NewContext(cmd.Context(), log), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 

@@ -9,7 +9,11 @@ import (
 
 func TestLvmdCommandConfigErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(bad, []byte("device-classes:\n  - name: a\n    volume-group: vg\n    type: thin\n"), 0o600); err != nil {
+	if err := os.WriteFile(
+		bad,
+		[]byte("device-classes:\n  - name: a\n    volume-group: vg\n    type: thin\n"),
+		0o600,
+	); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

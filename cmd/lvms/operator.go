@@ -65,11 +65,36 @@ func newOperatorCommand() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "lvms-system"), "operator namespace (LVMCluster, operands)")
-	fl.StringVar(&f.nodeImage, "node-image", os.Getenv("LVMS_NODE_IMAGE"), "image of the node agent (lvms node); default: the image of this pod's operator container")
-	fl.StringVar(&f.pullPolicy, "node-image-pull-policy", string(corev1.PullIfNotPresent), "pull policy of the node agent image")
-	fl.StringVar(&f.registrarImage, "node-driver-registrar-image", "", "add the node-driver-registrar sidecar (default: registration served in process)")
-	fl.StringVar(&f.livenessProbeImage, "livenessprobe-image", "", "add the livenessprobe sidecar (default: health served in process)")
+	fl.StringVar(
+		&f.namespace,
+		"namespace",
+		envOr("POD_NAMESPACE", "lvms-system"),
+		"operator namespace (LVMCluster, operands)",
+	)
+	fl.StringVar(
+		&f.nodeImage,
+		"node-image",
+		os.Getenv("LVMS_NODE_IMAGE"),
+		"image of the node agent (lvms node); default: the image of this pod's operator container",
+	)
+	fl.StringVar(
+		&f.pullPolicy,
+		"node-image-pull-policy",
+		string(corev1.PullIfNotPresent),
+		"pull policy of the node agent image",
+	)
+	fl.StringVar(
+		&f.registrarImage,
+		"node-driver-registrar-image",
+		"",
+		"add the node-driver-registrar sidecar (default: registration served in process)",
+	)
+	fl.StringVar(
+		&f.livenessProbeImage,
+		"livenessprobe-image",
+		"",
+		"add the livenessprobe sidecar (default: health served in process)",
+	)
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "metrics address (0 disables)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas")
@@ -77,16 +102,56 @@ func newOperatorCommand() *cobra.Command {
 	// nodes), which LVMS uses too: a lease renewal that misses a 10 s deadline once must not stop
 	// the only replica. The lease is released on shutdown, so a rolling update hands over at once.
 	fl.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 137*time.Second, "leader election lease duration")
-	fl.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 107*time.Second, "how long the leader retries renewing before it gives up")
-	fl.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 26*time.Second, "interval between leader election attempts")
+	fl.DurationVar(
+		&f.renewDeadline,
+		"leader-elect-renew-deadline",
+		107*time.Second,
+		"how long the leader retries renewing before it gives up",
+	)
+	fl.DurationVar(
+		&f.retryPeriod,
+		"leader-elect-retry-period",
+		26*time.Second,
+		"interval between leader election attempts",
+	)
 	fl.IntVar(&f.webhookPort, "webhook-port", 9443, "admission webhook port")
 	fl.StringVar(&f.webhookHost, "webhook-host", "", "admission webhook bind address (empty: all interfaces)")
-	fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "webhook serving certificate directory")
-	fl.StringVar(&f.webhookCertMode, "webhook-cert-mode", "self", "self: the operator issues and rotates its own certificate and injects the CA; external: the files in --webhook-cert-dir come from elsewhere (cert-manager)")
-	fl.StringVar(&f.webhookService, "webhook-service", "lvms-webhook-service", "name of the webhook Service (certificate DNS name)")
-	fl.StringVar(&f.webhookConfigName, "webhook-configuration", "lvms-validating-webhook-configuration", "ValidatingWebhookConfiguration to inject the CA into")
-	fl.StringVar(&f.mutatingConfigName, "mutating-webhook-configuration", "lvms-mutating-webhook-configuration", "MutatingWebhookConfiguration to inject the CA into")
-	fl.StringVar(&f.csiSocket, "csi-socket", "/run/topolvm/csi-topolvm.sock", "CSI Identity+Controller socket for the sidecars; empty disables the CSI controller")
+	fl.StringVar(
+		&f.webhookCertDir,
+		"webhook-cert-dir",
+		"/tmp/k8s-webhook-server/serving-certs",
+		"webhook serving certificate directory",
+	)
+	fl.StringVar(
+		&f.webhookCertMode,
+		"webhook-cert-mode",
+		"self",
+		"self: the operator issues and rotates its own certificate and injects the CA; external: the files in --webhook-cert-dir come from elsewhere (cert-manager)",
+	)
+	fl.StringVar(
+		&f.webhookService,
+		"webhook-service",
+		"lvms-webhook-service",
+		"name of the webhook Service (certificate DNS name)",
+	)
+	fl.StringVar(
+		&f.webhookConfigName,
+		"webhook-configuration",
+		"lvms-validating-webhook-configuration",
+		"ValidatingWebhookConfiguration to inject the CA into",
+	)
+	fl.StringVar(
+		&f.mutatingConfigName,
+		"mutating-webhook-configuration",
+		"lvms-mutating-webhook-configuration",
+		"MutatingWebhookConfiguration to inject the CA into",
+	)
+	fl.StringVar(
+		&f.csiSocket,
+		"csi-socket",
+		"/run/topolvm/csi-topolvm.sock",
+		"CSI Identity+Controller socket for the sidecars; empty disables the CSI controller",
+	)
 	return cmd
 }
 
@@ -124,14 +189,21 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 		RetryPeriod:            &f.retryPeriod,
 		// Safe: runOperator returns once the manager stops, so nothing acts after the release.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.NewServer(webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir}),
-		Cache:                         namespacedCache(f.namespace, &appsv1.DaemonSet{}),
+		WebhookServer: webhook.NewServer(
+			webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir},
+		),
+		Cache: namespacedCache(f.namespace, &appsv1.DaemonSet{}),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	if f.nodeImage == "" {
-		if f.nodeImage, err = ownImage(cmd.Context(), mgr.GetAPIReader(), f.namespace, os.Getenv("POD_NAME")); err != nil {
+		if f.nodeImage, err = ownImage(
+			cmd.Context(),
+			mgr.GetAPIReader(),
+			f.namespace,
+			os.Getenv("POD_NAME"),
+		); err != nil {
 			return err
 		}
 	}

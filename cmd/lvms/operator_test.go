@@ -31,7 +31,11 @@ func TestDelayedSetup(t *testing.T) {
 				close(ready)
 			}
 			ran := false
-			d := delayedSetup{ready: ready, what: "test webhook", setup: func() error { ran = true; return tt.setupErr }}
+			d := delayedSetup{
+				ready: ready,
+				what:  "test webhook",
+				setup: func() error { ran = true; return tt.setupErr },
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
 			err := d.Start(ctx)

@@ -73,7 +73,13 @@ func TestServerServesLogsAndStops(t *testing.T) {
 	// comes first (seen under load).
 	callCtx, callCancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer callCancel()
-	info, err := spec.NewIdentityClient(conn).GetPluginInfo(callCtx, &spec.GetPluginInfoRequest{}, grpc.WaitForReady(true))
+	info, err := spec.NewIdentityClient(
+		conn,
+	).GetPluginInfo(
+		callCtx,
+		&spec.GetPluginInfoRequest{},
+		grpc.WaitForReady(true),
+	)
 	if err != nil || info.GetName() != lvmcsi.DriverName {
 		t.Fatalf("GetPluginInfo: %v, %v", info, err)
 	}

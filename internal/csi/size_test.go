@@ -87,8 +87,18 @@ func TestValidateCapabilities(t *testing.T) {
 		{"block", []*spec.VolumeCapability{capability(snsw, "", true)}, true},
 		{"none", nil, false},
 		{"nil", []*spec.VolumeCapability{nil}, false},
-		{"RWX", []*spec.VolumeCapability{capability(spec.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "", true)}, false},
-		{"single-node multi-writer (ReadWriteOnce)", []*spec.VolumeCapability{capability(spec.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER, "ext4", false)}, true},
+		{
+			"RWX",
+			[]*spec.VolumeCapability{capability(spec.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "", true)},
+			false,
+		},
+		{
+			"single-node multi-writer (ReadWriteOnce)",
+			[]*spec.VolumeCapability{
+				capability(spec.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER, "ext4", false),
+			},
+			true,
+		},
 		{"ntfs", []*spec.VolumeCapability{capability(snw, "ntfs", false)}, false},
 		{"no access type", []*spec.VolumeCapability{{AccessMode: &spec.VolumeCapability_AccessMode{Mode: snw}}}, false},
 	}

@@ -53,8 +53,16 @@ func newCluster(l Layout, cfg Config, out io.Writer) (*cluster, error) {
 	}
 	// Health probes only ever go to 127.0.0.1; the components' serving certificates are
 	// self-signed by each of them, so they are not verified.
-	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // loopback health probes
-	return &cluster{l: l, cfg: cfg, state: st, out: out, http: &http.Client{Transport: tr, Timeout: 2 * time.Second}}, nil
+	tr := &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+	} //nolint:gosec // loopback health probes
+	return &cluster{
+		l:     l,
+		cfg:   cfg,
+		state: st,
+		out:   out,
+		http:  &http.Client{Transport: tr, Timeout: 2 * time.Second},
+	}, nil
 }
 
 func (c *cluster) port(name string) string { return strconv.Itoa(c.state.Ports[name]) }
@@ -163,11 +171,15 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 	kc := c.l.Kubeconfig()
 	common := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
 		"--bind-address=127.0.0.1", "--leader-elect=false"}
-	if err := c.run(ctx, spec{name: "kube-controller-manager", path: c.kube("kube-controller-manager"), args: append(common,
-		"--secure-port="+c.port(portKCM), "--cert-dir="+c.pki("kcm"),
-		"--controllers=*,-serviceaccount-token", "--root-ca-file="+c.pki(caCertFile),
-		"--service-account-private-key-file="+c.pki(saKeyFile), "--use-service-account-credentials=false",
-	)}, c.httpOK("https://127.0.0.1:"+c.port(portKCM)+"/healthz")); err != nil {
+	if err := c.run(
+		ctx,
+		spec{name: "kube-controller-manager", path: c.kube("kube-controller-manager"), args: append(common,
+			"--secure-port="+c.port(portKCM), "--cert-dir="+c.pki("kcm"),
+			"--controllers=*,-serviceaccount-token", "--root-ca-file="+c.pki(caCertFile),
+			"--service-account-private-key-file="+c.pki(saKeyFile), "--use-service-account-credentials=false",
+		)},
+		c.httpOK("https://127.0.0.1:"+c.port(portKCM)+"/healthz"),
+	); err != nil {
 		return err
 	}
 	return c.run(ctx, spec{name: "kube-scheduler", path: c.kube("kube-scheduler"), args: append(common,

@@ -58,7 +58,12 @@ func (c *cluster) startNodes(ctx context.Context) error {
 		if err := c.connect(ctx, g); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.out, "%-28s ready in %s\n", g.name+" guest + bridge", time.Since(start).Round(100*time.Millisecond))
+		fmt.Fprintf(
+			c.out,
+			"%-28s ready in %s\n",
+			g.name+" guest + bridge",
+			time.Since(start).Round(100*time.Millisecond),
+		)
 	}
 	// The node agents come with an LVMCluster, so only the kubelets are waited for.
 	return c.step(fmt.Sprintf("%d node(s) Ready", len(c.guests)), func() error { return c.waitNodes(ctx) })
@@ -119,8 +124,10 @@ func (c *cluster) connect(ctx context.Context, g *guest) error {
 		return fmt.Errorf("bridge log of %s: %w", g.name, err)
 	}
 	g.bridgeLog = logFile
-	log := funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, time.Now().Format(time.RFC3339Nano), prefix, args) },
-		funcr.Options{Verbosity: 1})
+	log := funcr.New(
+		func(prefix, args string) { fmt.Fprintln(logFile, time.Now().Format(time.RFC3339Nano), prefix, args) },
+		funcr.Options{Verbosity: 1},
+	)
 	h, err := bridge.Host(hctx, g.line, bridge.Options{Allow: []string{"127.0.0.1:" + c.port(portAPIServer)}, Log: log})
 	g.line = nil // Host owns it now
 	if err != nil {

@@ -136,16 +136,30 @@ func generatePKI(l Layout, apiserverPort, guestAPIPort int, kubeletNodes []strin
 	if err != nil {
 		return err
 	}
-	api, err := p.issue(pkix.Name{CommonName: "kube-apiserver"}, true,
+	api, err := p.issue(
+		pkix.Name{CommonName: "kube-apiserver"},
+		true,
 		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1)},
-		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"})
+		[]string{
+			"localhost",
+			"kubernetes",
+			"kubernetes.default",
+			"kubernetes.default.svc",
+			"kubernetes.default.svc.cluster.local",
+		},
+	)
 	if err != nil {
 		return err
 	}
 	if err := api.write(p.dir, apiserverCertFile, apiserverKeyFile); err != nil {
 		return err
 	}
-	admin, err := p.issue(pkix.Name{CommonName: "lvms-dev-admin", Organization: []string{"system:masters"}}, false, nil, nil)
+	admin, err := p.issue(
+		pkix.Name{CommonName: "lvms-dev-admin", Organization: []string{"system:masters"}},
+		false,
+		nil,
+		nil,
+	)
 	if err != nil {
 		return err
 	}
@@ -160,7 +174,12 @@ func generatePKI(l Layout, apiserverPort, guestAPIPort int, kubeletNodes []strin
 	}
 	for _, node := range kubeletNodes {
 		// The kubelet's identity for the Node authorizer and NodeRestriction.
-		kc, err := p.issue(pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}, false, nil, nil)
+		kc, err := p.issue(
+			pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+			false,
+			nil,
+			nil,
+		)
 		if err != nil {
 			return err
 		}
@@ -205,7 +224,10 @@ func writeKubeconfig(path string, port int, ca []byte, admin issued) error {
 		Server:                   fmt.Sprintf("https://127.0.0.1:%d", port),
 		CertificateAuthorityData: ca,
 	}
-	cfg.AuthInfos["lvms-dev-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: admin.cert, ClientKeyData: admin.key}
+	cfg.AuthInfos["lvms-dev-admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: admin.cert,
+		ClientKeyData:         admin.key,
+	}
 	cfg.Contexts["lvms-dev"] = &clientcmdapi.Context{Cluster: "lvms-dev", AuthInfo: "lvms-dev-admin"}
 	cfg.CurrentContext = "lvms-dev"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {

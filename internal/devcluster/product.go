@@ -72,7 +72,16 @@ func (c *cluster) installProduct(ctx context.Context) error {
 			return err
 		}
 		timeout := fmt.Sprintf("--timeout=%ds", int(productTimeout.Seconds()))
-		if err := c.kubectl(ctx, "-n", Namespace, "wait", "--for=condition=Available", "deployment", "--all", timeout); err != nil {
+		if err := c.kubectl(
+			ctx,
+			"-n",
+			Namespace,
+			"wait",
+			"--for=condition=Available",
+			"deployment",
+			"--all",
+			timeout,
+		); err != nil {
 			return err
 		}
 		return c.waitWebhookCA(ctx)
@@ -91,21 +100,33 @@ func (c *cluster) waitWebhookCA(ctx context.Context) error {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	var last string
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, productTimeout, true, func(ctx context.Context) (bool, error) {
-		validating, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		mutating, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		missing := webhooksWithoutCA(validating.Items, mutating.Items)
-		last = "no CA bundle yet: " + strings.Join(missing, ", ")
-		return len(missing) == 0, nil
-	})
+	err = wait.PollUntilContextTimeout(
+		ctx,
+		500*time.Millisecond,
+		productTimeout,
+		true,
+		func(ctx context.Context) (bool, error) {
+			validating, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(
+				ctx,
+				metav1.ListOptions{},
+			)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			mutating, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().List(
+				ctx,
+				metav1.ListOptions{},
+			)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			missing := webhooksWithoutCA(validating.Items, mutating.Items)
+			last = "no CA bundle yet: " + strings.Join(missing, ", ")
+			return len(missing) == 0, nil
+		},
+	)
 	if err != nil {
 		return failure("operator webhook certificate", c.l.Log("kubectl"), errors.Join(err, errors.New(last)))
 	}

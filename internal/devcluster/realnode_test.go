@@ -80,19 +80,32 @@ func TestRealNodeFiles(t *testing.T) {
 
 func TestWebhooksWithoutCA(t *testing.T) {
 	svc := func(ns string) admissionregistrationv1.WebhookClientConfig {
-		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "w"}}
+		return admissionregistrationv1.WebhookClientConfig{
+			Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "w"},
+		}
 	}
 	withCA := svc(Namespace)
 	withCA.CABundle = []byte("ca")
-	cfgs := []admissionregistrationv1.ValidatingWebhookConfiguration{{
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "a", ClientConfig: svc(Namespace)}, {Name: "b", ClientConfig: withCA}},
-	}, {
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "other", ClientConfig: svc("kube-system")}},
-	}}
+	cfgs := []admissionregistrationv1.ValidatingWebhookConfiguration{
+		{
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{
+				{Name: "a", ClientConfig: svc(Namespace)},
+				{Name: "b", ClientConfig: withCA},
+			},
+		},
+		{
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "other", ClientConfig: svc("kube-system")}},
+		},
+	}
 	cfgs[0].Name = "lvms"
-	mutating := []admissionregistrationv1.MutatingWebhookConfiguration{{
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "m", ClientConfig: svc(Namespace)}, {Name: "n", ClientConfig: withCA}},
-	}}
+	mutating := []admissionregistrationv1.MutatingWebhookConfiguration{
+		{
+			Webhooks: []admissionregistrationv1.MutatingWebhook{
+				{Name: "m", ClientConfig: svc(Namespace)},
+				{Name: "n", ClientConfig: withCA},
+			},
+		},
+	}
 	mutating[0].Name = "lvms-m"
 	want := []string{"lvms/a", "lvms-m/m"}
 	if got := webhooksWithoutCA(cfgs, mutating); !slices.Equal(got, want) {

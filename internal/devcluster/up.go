@@ -46,7 +46,11 @@ func Up(ctx context.Context, o UpOptions) error {
 		return err
 	}
 	if pid, _ := readPID(l.PIDFile("supervisor")); aliveUnder(pid, l.Dir) {
-		return fmt.Errorf("a dev cluster is already running in %s (supervisor pid %d); run lvms-dev down first", l.Dir, pid)
+		return fmt.Errorf(
+			"a dev cluster is already running in %s (supervisor pid %d); run lvms-dev down first",
+			l.Dir,
+			pid,
+		)
 	}
 	if err := resetState(l); err != nil {
 		return err
@@ -67,8 +71,14 @@ func Up(ctx context.Context, o UpOptions) error {
 	if err := follow(ctx, l, pid, o.Timeout, o.Out); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "dev cluster up in %s (state %s)\n\n  export KUBECONFIG=%s\n  kubectl get nodes\n\nstop it with: lvms-dev down --state-dir %s\n",
-		time.Since(start).Round(100*time.Millisecond), l.Dir, l.Kubeconfig(), l.Dir)
+	fmt.Fprintf(
+		o.Out,
+		"dev cluster up in %s (state %s)\n\n  export KUBECONFIG=%s\n  kubectl get nodes\n\nstop it with: lvms-dev down --state-dir %s\n",
+		time.Since(start).Round(100*time.Millisecond),
+		l.Dir,
+		l.Kubeconfig(),
+		l.Dir,
+	)
 	return nil
 }
 
@@ -82,7 +92,11 @@ func resetState(l Layout) error {
 		return fmt.Errorf("read state dir: %w", err)
 	}
 	if leftovers := findLeftovers(l); len(leftovers) > 0 {
-		return fmt.Errorf("processes of an earlier dev cluster are still running in %s (%s); run lvms-dev down first", l.Dir, strings.Join(leftovers, ", "))
+		return fmt.Errorf(
+			"processes of an earlier dev cluster are still running in %s (%s); run lvms-dev down first",
+			l.Dir,
+			strings.Join(leftovers, ", "),
+		)
 	}
 	for _, e := range entries {
 		if e.Name() == "bin" {
@@ -132,7 +146,11 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 		dir  *string
 		run  func() (string, error)
 	}{
-		{"kube binaries", &cfg.KubeAssets, func() (string, error) { return script(ctx, l, cfg.RepoDir, "kube-assets.sh") }},
+		{
+			"kube binaries",
+			&cfg.KubeAssets,
+			func() (string, error) { return script(ctx, l, cfg.RepoDir, "kube-assets.sh") },
+		},
 		{"CSI tools", &cfg.CSITools, func() (string, error) { return script(ctx, l, cfg.RepoDir, "csi-tools.sh") }},
 	}
 	for _, s := range steps {
@@ -200,7 +218,10 @@ func findRepo() (string, error) {
 			return d, nil
 		}
 		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no repository (hack/kube-assets.sh) above %s; run from the checkout or pass --repo", wd)
+			return "", fmt.Errorf(
+				"no repository (hack/kube-assets.sh) above %s; run from the checkout or pass --repo",
+				wd,
+			)
 		}
 	}
 }
@@ -297,7 +318,11 @@ func follow(ctx context.Context, l Layout, pid int, timeout time.Duration, out i
 			return failure("supervisor", l.Log("supervisor"), errors.New("exited"))
 		}
 		if time.Now().After(deadline) {
-			return failure("dev cluster", l.Log("supervisor"), fmt.Errorf("not ready after %s; it keeps running, see lvms-dev status", timeout))
+			return failure(
+				"dev cluster",
+				l.Log("supervisor"),
+				fmt.Errorf("not ready after %s; it keeps running, see lvms-dev status", timeout),
+			)
 		}
 		select {
 		case <-ctx.Done():

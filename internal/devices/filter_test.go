@@ -11,7 +11,10 @@ import (
 )
 
 func TestEvaluate(t *testing.T) {
-	policy := Policy{VGName: "vg1", PVs: map[string]string{"/dev/orphan": "", "/dev/mine": "vg1", "/dev/theirs": "home"}}
+	policy := Policy{
+		VGName: "vg1",
+		PVs:    map[string]string{"/dev/orphan": "", "/dev/mine": "vg1", "/dev/theirs": "home"},
+	}
 	disk := func(name string) BlockDevice {
 		return BlockDevice{Name: name, KName: name, Type: "disk", Size: 1 << 30}
 	}
@@ -22,46 +25,100 @@ func TestEvaluate(t *testing.T) {
 		want   []string
 	}{
 		{name: "blank disk", c: Candidate{Device: disk("/dev/sdb")}},
-		{name: "orphan PV", c: Candidate{Device: disk("/dev/orphan"), Facts: Facts{Signatures: []string{"LVM2_member"}}}},
+		{
+			name: "orphan PV",
+			c:    Candidate{Device: disk("/dev/orphan"), Facts: Facts{Signatures: []string{"LVM2_member"}}},
+		},
 		{name: "PV of this VG with our LVs on it", c: Candidate{Device: disk("/dev/mine"),
 			Facts: Facts{Signatures: []string{"LVM2_member"}, Holders: []string{"/dev/dm-0"}}}},
-		{name: "PV of another VG", c: Candidate{Device: disk("/dev/theirs"), Facts: Facts{Signatures: []string{"LVM2_member"}}},
-			want: []string{"is a PV of another volume group: home"}},
+		{
+			name: "PV of another VG",
+			c:    Candidate{Device: disk("/dev/theirs"), Facts: Facts{Signatures: []string{"LVM2_member"}}},
+			want: []string{"is a PV of another volume group: home"},
+		},
 		{name: "unknown PV", c: Candidate{Device: disk("/dev/sdz"), Facts: Facts{Signatures: []string{"LVM2_member"}}},
 			want: []string{"has an LVM2_member signature but lvm2 does not list it as a PV"}},
-		{name: "read-only", c: Candidate{Device: BlockDevice{Name: "/dev/sr", KName: "/dev/sr", Type: "disk", Size: 1, ReadOnly: true}},
-			want: []string{"is read-only"}},
-		{name: "ext4 found by probe, not by udev", c: Candidate{Device: disk("/dev/sdc"), Facts: Facts{Signatures: []string{"ext4"}}},
-			want: []string{"has a filesystem signature: ext4"}},
-		{name: "xfs known only to udev", c: Candidate{Device: BlockDevice{Name: "/dev/sdc", Type: "disk", Size: 1, FSType: "xfs"}},
-			want: []string{"has a filesystem signature: xfs"}},
-		{name: "partitioned", c: Candidate{Device: BlockDevice{Name: "/dev/sdd", KName: "/dev/sdd", Type: "disk", Size: 1,
-			Children: []BlockDevice{{Name: "/dev/sdd1", KName: "/dev/sdd1", Type: "part"}}},
-			Facts: Facts{PartTable: "gpt", Partitions: []string{"/dev/sdd1", "/dev/sdd2"}}},
-			want: []string{"has children: /dev/sdd1, /dev/sdd2", "has a partition table: gpt"}},
-		{name: "boot partition (label from probe)", c: Candidate{Device: BlockDevice{Name: "/dev/sdd1", Type: "part", Size: 1},
-			Facts: Facts{PartLabel: "EFI Boot"}}, want: []string{"partition label contains 'boot'"}},
-		{name: "bios partition (label from udev)", c: Candidate{Device: BlockDevice{Name: "/dev/sdd2", Type: "part", Size: 1, PartLabel: "BIOS"}},
-			want: []string{"partition label contains 'bios'"}},
-		{name: "our own LV", c: Candidate{Device: BlockDevice{Name: "/dev/mapper/vg1-lv", KName: "/dev/dm-0", Type: "lvm", Size: 1}},
-			want: []string{"is an LVM logical volume (type lvm)"}},
+		{
+			name: "read-only",
+			c: Candidate{
+				Device: BlockDevice{Name: "/dev/sr", KName: "/dev/sr", Type: "disk", Size: 1, ReadOnly: true},
+			},
+			want: []string{"is read-only"},
+		},
+		{
+			name: "ext4 found by probe, not by udev",
+			c:    Candidate{Device: disk("/dev/sdc"), Facts: Facts{Signatures: []string{"ext4"}}},
+			want: []string{"has a filesystem signature: ext4"},
+		},
+		{
+			name: "xfs known only to udev",
+			c:    Candidate{Device: BlockDevice{Name: "/dev/sdc", Type: "disk", Size: 1, FSType: "xfs"}},
+			want: []string{"has a filesystem signature: xfs"},
+		},
+		{
+			name: "partitioned",
+			c: Candidate{Device: BlockDevice{Name: "/dev/sdd", KName: "/dev/sdd", Type: "disk", Size: 1,
+				Children: []BlockDevice{{Name: "/dev/sdd1", KName: "/dev/sdd1", Type: "part"}}},
+				Facts: Facts{PartTable: "gpt", Partitions: []string{"/dev/sdd1", "/dev/sdd2"}}},
+			want: []string{"has children: /dev/sdd1, /dev/sdd2", "has a partition table: gpt"},
+		},
+		{
+			name: "boot partition (label from probe)",
+			c: Candidate{Device: BlockDevice{Name: "/dev/sdd1", Type: "part", Size: 1},
+				Facts: Facts{PartLabel: "EFI Boot"}},
+			want: []string{"partition label contains 'boot'"},
+		},
+		{
+			name: "bios partition (label from udev)",
+			c:    Candidate{Device: BlockDevice{Name: "/dev/sdd2", Type: "part", Size: 1, PartLabel: "BIOS"}},
+			want: []string{"partition label contains 'bios'"},
+		},
+		{
+			name: "our own LV",
+			c:    Candidate{Device: BlockDevice{Name: "/dev/mapper/vg1-lv", KName: "/dev/dm-0", Type: "lvm", Size: 1}},
+			want: []string{"is an LVM logical volume (type lvm)"},
+		},
 		{name: "rom", c: Candidate{Device: BlockDevice{Name: "/dev/sr0", Type: "rom", Size: 1}},
 			want: []string{"is a read-only memory device (type rom)"}},
-		{name: "suspended dm", c: Candidate{Device: BlockDevice{Name: "/dev/dm-3", Type: "dm", Size: 1}, Facts: Facts{Suspended: true}},
-			want: []string{"is suspended"}},
-		{name: "mounted whole disk", c: Candidate{Device: disk("/dev/sde"), Facts: Facts{MountPoints: []string{"/data"}, Signatures: []string{"xfs"}}},
-			want: []string{"is mounted at /data", "has a filesystem signature: xfs"}},
+		{
+			name: "suspended dm",
+			c:    Candidate{Device: BlockDevice{Name: "/dev/dm-3", Type: "dm", Size: 1}, Facts: Facts{Suspended: true}},
+			want: []string{"is suspended"},
+		},
+		{
+			name: "mounted whole disk",
+			c: Candidate{
+				Device: disk("/dev/sde"),
+				Facts:  Facts{MountPoints: []string{"/data"}, Signatures: []string{"xfs"}},
+			},
+			want: []string{"is mounted at /data", "has a filesystem signature: xfs"},
+		},
 		{name: "kubelet loop", c: Candidate{Device: BlockDevice{Name: "/dev/loop3", Type: "loop", Size: 1},
 			Facts: Facts{LoopBackingFile: "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/x/dev/y"}},
 			want: []string{"is a loop device backing kubelet plugin storage"}},
-		{name: "plain loop", c: Candidate{Device: BlockDevice{Name: "/dev/loop4", Type: "loop", Size: 1}, Facts: Facts{LoopBackingFile: "/srv/disk.img"}}},
-		{name: "empty loop", c: Candidate{Device: BlockDevice{Name: "/dev/loop5", Type: "loop"}}, want: []string{"has size 0"}},
+		{
+			name: "plain loop",
+			c: Candidate{
+				Device: BlockDevice{Name: "/dev/loop4", Type: "loop", Size: 1},
+				Facts:  Facts{LoopBackingFile: "/srv/disk.img"},
+			},
+		},
+		{
+			name: "empty loop",
+			c:    Candidate{Device: BlockDevice{Name: "/dev/loop5", Type: "loop"}},
+			want: []string{"has size 0"},
+		},
 		{name: "probe failed", c: Candidate{Device: disk("/dev/sdf"), ProbeErr: errors.New("no medium")},
 			want: []string{"could not be probed: no medium"}},
 		{name: "not selected", c: Candidate{Device: disk("/dev/sdg")}, policy: &Policy{Selector: []string{"/dev/sdb"}},
 			want: []string{"is not in the device selector"}},
-		{name: "selected by kernel name", c: Candidate{Device: BlockDevice{Name: "/dev/mapper/mpatha", KName: "/dev/dm-7", Type: "mpath", Size: 1}},
-			policy: &Policy{Selector: []string{"/dev/dm-7"}}},
+		{
+			name: "selected by kernel name",
+			c: Candidate{
+				Device: BlockDevice{Name: "/dev/mapper/mpatha", KName: "/dev/dm-7", Type: "mpath", Size: 1},
+			},
+			policy: &Policy{Selector: []string{"/dev/dm-7"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,7 +168,13 @@ func TestPlan(t *testing.T) {
 		On(exectest.OK("DEVNAME=/dev/vdb\nTYPE=xfs\nUSAGE=filesystem\n"), "blkid", "-p", "-o", "export", "/dev/vdb").
 		// blkid cannot tell; wipefs sees a backup GPT header.
 		On(exectest.Fail(2, ""), "blkid", "-p", "-o", "export", "/dev/vdc").
-		On(exectest.OK(`{"signatures":[{"device":"vdc","offset":"0x1ff","type":"gpt"}]}`), "wipefs", "--no-act", "--json", "/dev/vdc")
+		On(
+			exectest.OK(`{"signatures":[{"device":"vdc","offset":"0x1ff","type":"gpt"}]}`),
+			"wipefs",
+			"--no-act",
+			"--json",
+			"/dev/vdc",
+		)
 	fsys := fakeSys("36 22 252:16 / /srv rw - xfs /dev/vdb rw\n", map[string]string{
 		"vda/dev": "252:0\n", "vdb/dev": "252:16\n", "vdc/dev": "252:32\n", "vdb/holders/dm-0": "",
 	})

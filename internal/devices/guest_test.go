@@ -95,7 +95,9 @@ func TestGuestDeviceFilterAndWipe(t *testing.T) {
 	env := os.Getenv("LVMS_GUEST_DISKS")
 	ro := os.Getenv("LVMS_GUEST_RO_DISK")
 	if env == "" || ro == "" {
-		t.Fatal("LVMS_GUEST_DISKS/LVMS_GUEST_RO_DISK not set: guest tests must run inside the UML guest (hack/test-lvm.sh)")
+		t.Fatal(
+			"LVMS_GUEST_DISKS/LVMS_GUEST_RO_DISK not set: guest tests must run inside the UML guest (hack/test-lvm.sh)",
+		)
 	}
 	d := strings.Split(env, ",")
 	if len(d) < 7 {
@@ -192,7 +194,14 @@ func testWipe(t *testing.T, g *guest, wipe, parted string) {
 	if err := g.host.Wipe(ctx, wipe, devices.WipeOptIn{}); !errors.Is(err, devices.ErrWipeNotConfirmed) {
 		t.Errorf("wipe without opt-in: %v", err)
 	}
-	if err := g.host.Wipe(ctx, wipe, devices.ForceWipeDevicesAndDestroyAllData(false)); !errors.Is(err, devices.ErrWipeNotConfirmed) {
+	if err := g.host.Wipe(
+		ctx,
+		wipe,
+		devices.ForceWipeDevicesAndDestroyAllData(false),
+	); !errors.Is(
+		err,
+		devices.ErrWipeNotConfirmed,
+	) {
 		t.Errorf("wipe with opt-in false: %v", err)
 	}
 	if sig := g.signatures(wipe); sig != "ext4" {
@@ -212,7 +221,14 @@ func testWipe(t *testing.T, g *guest, wipe, parted string) {
 	mnt := t.TempDir()
 	g.sh("", "mkfs.ext4", "-q", "/dev/dfwipe/thin")
 	g.sh("", "mount", "/dev/dfwipe/thin", mnt)
-	if err := g.host.Wipe(ctx, wipe, devices.ForceWipeDevicesAndDestroyAllData(true)); !errors.Is(err, devices.ErrBusy) {
+	if err := g.host.Wipe(
+		ctx,
+		wipe,
+		devices.ForceWipeDevicesAndDestroyAllData(true),
+	); !errors.Is(
+		err,
+		devices.ErrBusy,
+	) {
 		t.Errorf("wipe under a mounted LV: %v", err)
 	}
 	g.sh("", "umount", mnt)

@@ -22,7 +22,8 @@ func TestParseLsblkCaptured(t *testing.T) {
 		t.Fatalf("got %d devices", len(devs))
 	}
 	d := devs[0]
-	if d.Name != "/dev/loop0" || d.Type != "loop" || d.Size != 1073741824 || d.ReadOnly || !d.Rotational || d.FSType != "" {
+	if d.Name != "/dev/loop0" || d.Type != "loop" || d.Size != 1073741824 || d.ReadOnly || !d.Rotational ||
+		d.FSType != "" {
 		t.Errorf("loop0 = %+v", d)
 	}
 }
@@ -38,14 +39,26 @@ func TestParseLsblkVariants(t *testing.T) {
 			name: "old util-linux: strings everywhere",
 			json: `{"blockdevices":[{"name":"/dev/sda","kname":"/dev/sda","type":"disk","size":"1000204886016","ro":"0","rota":"1",
 				"serial":"  WD-123 ","model":"WDC  ","children":[{"name":"/dev/sda1","kname":"/dev/sda1","type":"part","size":"512","ro":"1","pkname":"/dev/sda","partlabel":"EFI boot"}]}]}`,
-			want: []BlockDevice{{Name: "/dev/sda", KName: "/dev/sda", Type: "disk", Size: 1000204886016, Rotational: true,
-				Serial: "WD-123", Model: "WDC", Children: []BlockDevice{{Name: "/dev/sda1", KName: "/dev/sda1", Type: "part",
-					Size: 512, ReadOnly: true, PKName: "/dev/sda", PartLabel: "EFI boot"}}}},
+			want: []BlockDevice{
+				{
+					Name:       "/dev/sda",
+					KName:      "/dev/sda",
+					Type:       "disk",
+					Size:       1000204886016,
+					Rotational: true,
+					Serial:     "WD-123",
+					Model:      "WDC",
+					Children: []BlockDevice{{Name: "/dev/sda1", KName: "/dev/sda1", Type: "part",
+						Size: 512, ReadOnly: true, PKName: "/dev/sda", PartLabel: "EFI boot"}},
+				},
+			},
 		},
 		{
 			name: "numbers for booleans, missing kname",
 			json: `{"blockdevices":[{"name":"/dev/vdb","type":"disk","size":4096,"ro":1,"rota":0,"state":"running"}]}`,
-			want: []BlockDevice{{Name: "/dev/vdb", KName: "/dev/vdb", Type: "disk", Size: 4096, ReadOnly: true, State: "running"}},
+			want: []BlockDevice{
+				{Name: "/dev/vdb", KName: "/dev/vdb", Type: "disk", Size: 4096, ReadOnly: true, State: "running"},
+			},
 		},
 		{name: "empty", json: `{"blockdevices":[]}`, want: []BlockDevice{}},
 		{name: "bad bool", json: `{"blockdevices":[{"name":"/dev/x","ro":"maybe"}]}`, wantErr: true},
@@ -124,7 +137,11 @@ func FuzzParseLsblk(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(seed)
-	f.Add([]byte(`{"blockdevices":[{"name":"/dev/sda","size":"1","ro":"1","children":[{"name":"/dev/sda1","rota":true}]}]}`))
+	f.Add(
+		[]byte(
+			`{"blockdevices":[{"name":"/dev/sda","size":"1","ro":"1","children":[{"name":"/dev/sda1","rota":true}]}]}`,
+		),
+	)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		devs, err := ParseLsblk(data)
 		if err != nil {

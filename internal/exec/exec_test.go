@@ -26,7 +26,13 @@ func TestHostRun(t *testing.T) {
 		{name: "locale is C", args: []string{"-c", `echo "$LC_ALL"`}, wantOut: "C\n", wantCode: -2},
 		{name: "path is set", args: []string{"-c", `echo "$PATH"`}, wantOut: exec.DefaultPath + "\n", wantCode: -2},
 		{name: "stdin", args: []string{"-c", "cat"}, stdin: "fed", wantOut: "fed", wantCode: -2},
-		{name: "exit code and stderr", args: []string{"-c", "echo out; echo oops >&2; exit 5"}, wantOut: "out\n", wantCode: 5, wantStderr: "oops\n"},
+		{
+			name:       "exit code and stderr",
+			args:       []string{"-c", "echo out; echo oops >&2; exit 5"},
+			wantOut:    "out\n",
+			wantCode:   5,
+			wantStderr: "oops\n",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,7 +195,10 @@ func TestCommandLine(t *testing.T) {
 		want string
 	}{
 		{[]string{"lvs", "-o", "lv_name"}, "lvm lvs -o lv_name"},
-		{[]string{"--config", "devices { filter = [ \"a|.*|\" ] }"}, `lvm --config "devices { filter = [ \"a|.*|\" ] }"`},
+		{
+			[]string{"--config", "devices { filter = [ \"a|.*|\" ] }"},
+			`lvm --config "devices { filter = [ \"a|.*|\" ] }"`,
+		},
 		{[]string{""}, `lvm ""`},
 	}
 	for _, tt := range tests {
@@ -231,7 +240,10 @@ func TestFake(t *testing.T) {
 		t.Error(d)
 	}
 	f.Handler = nil
-	if err := f.Exec(ctx, exec.Cmd{Name: "rm", Args: []string{"-rf", "/"}, Stdout: func(io.Reader) error { return nil }}); err == nil {
+	if err := f.Exec(
+		ctx,
+		exec.Cmd{Name: "rm", Args: []string{"-rf", "/"}, Stdout: func(io.Reader) error { return nil }},
+	); err == nil {
 		t.Error("unscripted command succeeded")
 	}
 }

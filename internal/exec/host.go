@@ -78,7 +78,10 @@ func (h *Host) Exec(ctx context.Context, c Cmd) error {
 	log := logr.FromContextOrDiscard(ctx)
 	argv := append(slices.Clone(h.Prefix), c.Name)
 	argv = append(argv, c.Args...)
-	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...) //nolint:gosec // running host commands is this package's purpose
+	cmd := osexec.CommandContext(
+		ctx,
+		argv[0],
+		argv[1:]...) //nolint:gosec // running host commands is this package's purpose
 	path := h.Path
 	if path == "" {
 		path = DefaultPath

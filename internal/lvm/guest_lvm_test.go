@@ -39,8 +39,10 @@ func TestGuestThickVolumesAndState(t *testing.T) {
 	t.Logf("TIMING state read median of 5: %v", median(reads).Round(time.Millisecond))
 
 	lin, _ := s.LV("gthick", "lin")
-	if lin.Size != 100*mib || lin.SegType() != "linear" || !lin.Attr.Active() || !slices.Equal(lin.Tags, []string{"pvc-1"}) ||
-		lin.Path != "/dev/gthick/lin" || len(lin.PVNames()) != 1 {
+	if lin.Size != 100*mib || lin.SegType() != "linear" || !lin.Attr.Active() ||
+		!slices.Equal(lin.Tags, []string{"pvc-1"}) ||
+		lin.Path != "/dev/gthick/lin" ||
+		len(lin.PVNames()) != 1 {
 		t.Errorf("lin = %+v", lin)
 	}
 	str, _ := s.LV("gthick", "str")
@@ -168,8 +170,14 @@ func TestGuestRAID(t *testing.T) {
 				t.Fatalf("RAID %s: %v", tt.o.RAID, err)
 			}
 			lv := g.lv("graid", tt.o.Name)
-			t.Logf("RAID %s (%s) created in %v: attr %s, %d PVs", tt.o.RAID, lv.SegType(), time.Since(start).Round(time.Millisecond),
-				lv.Attr, len(lv.PVNames()))
+			t.Logf(
+				"RAID %s (%s) created in %v: attr %s, %d PVs",
+				tt.o.RAID,
+				lv.SegType(),
+				time.Since(start).Round(time.Millisecond),
+				lv.Attr,
+				len(lv.PVNames()),
+			)
 			if !lv.Attr.IsRAID() || lv.SegType() != tt.segtype || !lv.Attr.Active() || lv.Size < tt.o.Size {
 				t.Errorf("lv = %+v", lv)
 			}
@@ -193,11 +201,18 @@ func TestGuestThickSnapshot(t *testing.T) {
 	g.must(g.lvm.CreateLV(ctx, vg, lvm.LVOptions{Name: "origin", Size: 64 * mib}))
 	g.sh("dd", "if=/dev/urandom", "of=/dev/gsnap/origin", "bs=1M", "count=8", "oflag=direct")
 	sum := g.sh("sh", "-c", "head -c 8388608 /dev/gsnap/origin | md5sum")
-	g.must(g.lvm.CreateSnapshot(ctx, vg, lvm.SnapshotOptions{Name: "snap", Origin: "origin", Size: 16 * mib, ReadOnly: true}))
+	g.must(
+		g.lvm.CreateSnapshot(
+			ctx,
+			vg,
+			lvm.SnapshotOptions{Name: "snap", Origin: "origin", Size: 16 * mib, ReadOnly: true},
+		),
+	)
 	// Changing the origin must not change the snapshot.
 	g.sh("dd", "if=/dev/zero", "of=/dev/gsnap/origin", "bs=1M", "count=8", "oflag=direct")
 	snap := g.lv("gsnap", "snap")
-	if !snap.Attr.IsSnapshot() || snap.Origin != "origin" || snap.Attr.Writable() || !snap.Attr.Active() || snap.Size < 16*mib {
+	if !snap.Attr.IsSnapshot() || snap.Origin != "origin" || snap.Attr.Writable() || !snap.Attr.Active() ||
+		snap.Size < 16*mib {
 		t.Errorf("snap = %+v", snap)
 	}
 	if snap.DataPercent <= 0 {
@@ -283,7 +298,13 @@ func TestGuestReportCapture(t *testing.T) {
 	disks := guestDisks(t, 2)
 	vg := g.vgOn("gcap", disks...)
 	g.must(g.lvm.CreateThinPool(ctx, vg, lvm.ThinPoolOptions{Name: "pool", Size: 256 * mib, ChunkSize: 64 << 10}))
-	g.must(g.lvm.CreateThinLV(ctx, vg, lvm.ThinLVOptions{Name: "thin", Pool: "pool", VirtualSize: gib, Tags: []string{"pvc-x"}}))
+	g.must(
+		g.lvm.CreateThinLV(
+			ctx,
+			vg,
+			lvm.ThinLVOptions{Name: "thin", Pool: "pool", VirtualSize: gib, Tags: []string{"pvc-x"}},
+		),
+	)
 	g.sh("dd", "if=/dev/urandom", "of=/dev/gcap/thin", "bs=1M", "count=8", "oflag=direct")
 	g.must(g.lvm.CreateSnapshot(ctx, vg, lvm.SnapshotOptions{Name: "tsnap", Origin: "thin", ReadOnly: true}))
 	g.must(g.lvm.CreateSnapshot(ctx, vg, lvm.SnapshotOptions{Name: "tclone", Origin: "thin", Activate: true}))
@@ -300,8 +321,18 @@ func TestGuestReportCapture(t *testing.T) {
 		t.Errorf("raw report has %d LVs, State %d (%d visible)", len(parsed.LVs), len(s.LVs), len(s.LVsOf("gcap")))
 	}
 	for _, lv := range s.LVs {
-		t.Logf("%-22s attr=%s hidden=%-5t seg=%-9s size=%d data=%.2f meta=%.2f pool=%s origin=%s",
-			lv.Name, lv.Attr, lv.Hidden, lv.SegType(), lv.Size, lv.DataPercent, lv.MetadataPercent, lv.PoolLV, lv.Origin)
+		t.Logf(
+			"%-22s attr=%s hidden=%-5t seg=%-9s size=%d data=%.2f meta=%.2f pool=%s origin=%s",
+			lv.Name,
+			lv.Attr,
+			lv.Hidden,
+			lv.SegType(),
+			lv.Size,
+			lv.DataPercent,
+			lv.MetadataPercent,
+			lv.PoolLV,
+			lv.Origin,
+		)
 	}
 	if dir := os.Getenv("LVMS_CAPTURE_DIR"); dir != "" {
 		g.must(os.WriteFile(filepath.Join(dir, "fullreport-guest-all-kinds.json"), raw, 0o644))

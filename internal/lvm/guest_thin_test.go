@@ -83,7 +83,8 @@ func checkThinSnapshots(t *testing.T, g *guest, vg lvm.VG, sum string) {
 		return g.lvm.CreateSnapshot(ctx, vg, lvm.SnapshotOptions{Name: "clone", Origin: "thin0", Activate: true})
 	})
 	clone := g.lv("gthin", "clone")
-	if !clone.Attr.IsThin() || clone.Origin != "thin0" || !clone.Attr.Active() || !clone.Attr.Writable() || clone.Attr.SkipActive {
+	if !clone.Attr.IsThin() || clone.Origin != "thin0" || !clone.Attr.Active() || !clone.Attr.Writable() ||
+		clone.Attr.SkipActive {
 		t.Errorf("clone = %+v", clone)
 	}
 	if got := g.sh("sh", "-c", "head -c 16777216 "+clone.Path+" | md5sum"); got != sum {
@@ -137,8 +138,18 @@ func TestGuestExtendMountedFilesystem(t *testing.T) {
 		grow   func(dev, mnt string) []string
 		sizeMB uint64
 	}{
-		{"ext4", []string{"mkfs.ext4", "-q", "-F"}, func(dev, _ string) []string { return []string{"resize2fs", dev} }, 64},
-		{"xfs", []string{"mkfs.xfs", "-q", "-f"}, func(_, mnt string) []string { return []string{"xfs_growfs", mnt} }, 320},
+		{
+			"ext4",
+			[]string{"mkfs.ext4", "-q", "-F"},
+			func(dev, _ string) []string { return []string{"resize2fs", dev} },
+			64,
+		},
+		{
+			"xfs",
+			[]string{"mkfs.xfs", "-q", "-f"},
+			func(_, mnt string) []string { return []string{"xfs_growfs", mnt} },
+			320,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fs, func(t *testing.T) {
@@ -147,7 +158,9 @@ func TestGuestExtendMountedFilesystem(t *testing.T) {
 			disks := guestDisks(t, 1)
 			vg := g.vgOn("gfs", disks[0])
 			g.must(g.lvm.CreateThinPool(ctx, vg, lvm.ThinPoolOptions{Name: "pool", Size: gib}))
-			g.must(g.lvm.CreateThinLV(ctx, vg, lvm.ThinLVOptions{Name: "vol", Pool: "pool", VirtualSize: tt.sizeMB * mib}))
+			g.must(
+				g.lvm.CreateThinLV(ctx, vg, lvm.ThinLVOptions{Name: "vol", Pool: "pool", VirtualSize: tt.sizeMB * mib}),
+			)
 			g.must(g.lvm.CreateLV(ctx, vg, lvm.LVOptions{Name: "thick", Size: tt.sizeMB * mib}))
 			for _, name := range []string{"vol", "thick"} {
 				dev := "/dev/gfs/" + name

@@ -143,7 +143,12 @@ func (o ThinPoolOptions) Args(vg string) ([]string, error) {
 	case o.Size == 0 && extentsRE.MatchString(string(o.Extents)):
 		args = append(args, "-l", string(o.Extents))
 	default:
-		return nil, fmt.Errorf("%w: thin pool needs a size or valid extents (got %d, %q)", ErrInvalidArgument, o.Size, o.Extents)
+		return nil, fmt.Errorf(
+			"%w: thin pool needs a size or valid extents (got %d, %q)",
+			ErrInvalidArgument,
+			o.Size,
+			o.Extents,
+		)
 	}
 	if o.ChunkSize > 0 {
 		args = append(args, "-c", sizeArg(o.ChunkSize))

@@ -201,7 +201,9 @@ func (c *Client) CreateVG(ctx context.Context, name string, devices []string, ta
 			return fmt.Errorf("create VG %s: %w", name, err)
 		}
 	}
-	ta, err := tagArgs(append([]string{Tag}, slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return t == Tag })...))
+	ta, err := tagArgs(
+		append([]string{Tag}, slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return t == Tag })...),
+	)
 	if err != nil {
 		return fmt.Errorf("create VG %s: %w", name, err)
 	}

@@ -48,7 +48,11 @@ func TestCommands(t *testing.T) {
 			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1 << 20, RAID: RAID10, Mirrors: 1, Stripes: 2})
 		}, "lvm lvcreate -y --wipesignatures y -n lv -L 1048576b --type raid10 -m 1 -i 2 vg1"},
 		{"raid5", func(ctx context.Context, c *Client) error {
-			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1 << 20, RAID: RAID5, Stripes: 3, StripeSize: "128k"})
+			return c.CreateLV(
+				ctx,
+				ours,
+				LVOptions{Name: "lv", Size: 1 << 20, RAID: RAID5, Stripes: 3, StripeSize: "128k"},
+			)
 		}, "lvm lvcreate -y --wipesignatures y -n lv -L 1048576b --type raid5 -i 3 -I 128k vg1"},
 		{"thin pool", func(ctx context.Context, c *Client) error {
 			return c.CreateThinPool(ctx, ours, ThinPoolOptions{Name: "pool", Extents: PercentOf(90, "FREE"),
@@ -73,7 +77,12 @@ func TestCommands(t *testing.T) {
 			return c.ExtendLV(ctx, ours, "lv", ExtendOptions{Size: 2 << 30})
 		}, "lvm lvextend -y -L 2147483648b vg1/lv"},
 		{"pool extend", func(ctx context.Context, c *Client) error {
-			return c.ExtendLV(ctx, ours, "pool", ExtendOptions{Extents: PercentOf(90, "VG"), PoolMetadataSize: 32 << 20})
+			return c.ExtendLV(
+				ctx,
+				ours,
+				"pool",
+				ExtendOptions{Extents: PercentOf(90, "VG"), PoolMetadataSize: 32 << 20},
+			)
 		}, "lvm lvextend -y -l 90%VG --poolmetadatasize 33554432b vg1/pool"},
 		{"lvremove", func(ctx context.Context, c *Client) error { return c.RemoveLV(ctx, ours, "lv") },
 			"lvm lvremove -y vg1/lv"},
@@ -109,13 +118,29 @@ func TestRefusals(t *testing.T) {
 		{"thin pool in foreign VG", func(ctx context.Context, c *Client) error {
 			return c.CreateThinPool(ctx, foreign, ThinPoolOptions{Name: "p", Size: 1})
 		}, ErrNotOurs},
-		{"lvremove in foreign VG", func(ctx context.Context, c *Client) error { return c.RemoveLV(ctx, foreign, "root") }, ErrNotOurs},
+		{
+			"lvremove in foreign VG",
+			func(ctx context.Context, c *Client) error { return c.RemoveLV(ctx, foreign, "root") },
+			ErrNotOurs,
+		},
 		{"lvextend in foreign VG", func(ctx context.Context, c *Client) error {
 			return c.ExtendLV(ctx, foreign, "root", ExtendOptions{Size: 1})
 		}, ErrNotOurs},
-		{"vgextend foreign", func(ctx context.Context, c *Client) error { return c.ExtendVG(ctx, foreign, "/dev/sdb") }, ErrNotOurs},
-		{"vgremove foreign", func(ctx context.Context, c *Client) error { return c.RemoveVG(ctx, foreign) }, ErrNotOurs},
-		{"vgchange foreign", func(ctx context.Context, c *Client) error { return c.ActivateVG(ctx, foreign, false) }, ErrNotOurs},
+		{
+			"vgextend foreign",
+			func(ctx context.Context, c *Client) error { return c.ExtendVG(ctx, foreign, "/dev/sdb") },
+			ErrNotOurs,
+		},
+		{
+			"vgremove foreign",
+			func(ctx context.Context, c *Client) error { return c.RemoveVG(ctx, foreign) },
+			ErrNotOurs,
+		},
+		{
+			"vgchange foreign",
+			func(ctx context.Context, c *Client) error { return c.ActivateVG(ctx, foreign, false) },
+			ErrNotOurs,
+		},
 		{"lvchange foreign", func(ctx context.Context, c *Client) error {
 			return c.ActivateLV(ctx, foreign, "x", ActivateOptions{})
 		}, ErrNotOurs},
@@ -123,8 +148,16 @@ func TestRefusals(t *testing.T) {
 		{"pvremove in VG", func(ctx context.Context, c *Client) error {
 			return c.RemovePV(ctx, PV{Name: "/dev/sdb", VGName: "home"})
 		}, ErrNotOurs},
-		{"option-like LV name", func(ctx context.Context, c *Client) error { return c.RemoveLV(ctx, ours, "-ff") }, ErrInvalidArgument},
-		{"relative device", func(ctx context.Context, c *Client) error { return c.CreatePVs(ctx, "sdb") }, ErrInvalidArgument},
+		{
+			"option-like LV name",
+			func(ctx context.Context, c *Client) error { return c.RemoveLV(ctx, ours, "-ff") },
+			ErrInvalidArgument,
+		},
+		{
+			"relative device",
+			func(ctx context.Context, c *Client) error { return c.CreatePVs(ctx, "sdb") },
+			ErrInvalidArgument,
+		},
 		{"bad extents", func(ctx context.Context, c *Client) error {
 			return c.CreateThinPool(ctx, ours, ThinPoolOptions{Name: "p", Extents: "90%; rm"})
 		}, ErrInvalidArgument},
@@ -134,7 +167,11 @@ func TestRefusals(t *testing.T) {
 		{"bad tag", func(ctx context.Context, c *Client) error {
 			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1, Tags: []string{"a b"}})
 		}, ErrInvalidArgument},
-		{"empty extend", func(ctx context.Context, c *Client) error { return c.ExtendLV(ctx, ours, "lv", ExtendOptions{}) }, ErrInvalidArgument},
+		{
+			"empty extend",
+			func(ctx context.Context, c *Client) error { return c.ExtendLV(ctx, ours, "lv", ExtendOptions{}) },
+			ErrInvalidArgument,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,7 +198,11 @@ func TestErrorClassification(t *testing.T) {
 		{"  Logical volume nope not found in volume group vgt.", 5, ErrNotFound},
 		{"  No device found for /dev/loop9.", 5, ErrNotFound},
 		{`  Volume group "vgt" has insufficient free space (459 extents): 2560 required.`, 5, ErrInsufficientSpace},
-		{"  Insufficient suitable allocatable extents for logical volume lv: 100 more required", 5, ErrInsufficientSpace},
+		{
+			"  Insufficient suitable allocatable extents for logical volume lv: 100 more required",
+			5,
+			ErrInsufficientSpace,
+		},
 		{"  Number of stripes (3) must not exceed number of physical volumes (2)", 5, ErrInsufficientSpace},
 		{`  Logical Volume "lin" already exists in volume group "vgt"`, 5, ErrAlreadyExists},
 		{"  A volume group called vgt already exists.", 5, ErrAlreadyExists},
@@ -204,9 +245,18 @@ func TestExtendSameSizeSucceeds(t *testing.T) {
 }
 
 func TestStateOneExec(t *testing.T) {
-	f := exectest.New().On(exectest.OK(`{"report":[{"vg":[{"vg_name":"vg1","vg_tags":"lvms"}]}]}`), "lvm", ReportArgs("vg1")...).
-		On(exectest.Fail(5, `  Volume group "vg2" not found`), "lvm", ReportArgs("vg2")...).
-		On(exectest.OK(`{"report":[{"vg":[{"vg_name":"home","vg_tags":""}]}]}`), "lvm", ReportArgs("home")...)
+	f := exectest.New().On(
+		exectest.OK(`{"report":[{"vg":[{"vg_name":"vg1","vg_tags":"lvms"}]}]}`),
+		"lvm",
+		ReportArgs("vg1")...).
+		On(
+			exectest.Fail(5, `  Volume group "vg2" not found`),
+			"lvm",
+			ReportArgs("vg2")...).
+		On(
+			exectest.OK(`{"report":[{"vg":[{"vg_name":"home","vg_tags":""}]}]}`),
+			"lvm",
+			ReportArgs("home")...)
 	c := New(f)
 	vg, err := c.OwnedVG(t.Context(), "vg1")
 	if err != nil || vg.Name != "vg1" {

@@ -116,7 +116,11 @@ func TestParseReportTable(t *testing.T) {
 		{name: "bad size", json: `{"report":[{"vg":[{"vg_name":"v","vg_size":"big"}]}]}`, wantErr: "vg_size"},
 		{name: "negative size", json: `{"report":[{"pv":[{"pv_name":"/dev/x","pv_size":"-1"}]}]}`, wantErr: "pv_size"},
 		{name: "bad attr", json: `{"report":[{"lv":[{"lv_name":"a","lv_attr":"-wi"}]}]}`, wantErr: "lv_attr"},
-		{name: "bad percent", json: `{"report":[{"lv":[{"lv_name":"a","lv_attr":"-wi-a-----","data_percent":"NaN"}]}]}`, wantErr: "data_percent"},
+		{
+			name:    "bad percent",
+			json:    `{"report":[{"lv":[{"lv_name":"a","lv_attr":"-wi-a-----","data_percent":"NaN"}]}]}`,
+			wantErr: "data_percent",
+		},
 		{name: "not json", json: `Volume group not found`, wantErr: "decode"},
 	}
 	for _, tt := range tests {
@@ -203,7 +207,11 @@ func FuzzParseReport(f *testing.F) {
 	if guest, err := os.ReadFile(filepath.Join("testdata", "fullreport-guest-all-kinds.json")); err == nil {
 		f.Add(guest)
 	}
-	f.Add([]byte(`{"report":[{"vg":[{"vg_name":"v","vg_size":1e30,"vg_tags":["a"]}],"lv":[{"lv_name":"[x]","lv_attr":"Twi-ao----"}]}]}`))
+	f.Add(
+		[]byte(
+			`{"report":[{"vg":[{"vg_name":"v","vg_size":1e30,"vg_tags":["a"]}],"lv":[{"lv_name":"[x]","lv_attr":"Twi-ao----"}]}]}`,
+		),
+	)
 	f.Add([]byte(`{"report":[{"lv":[{"lv_name":"a","lv_size":"1.5"}],"seg":[{"lv_uuid":"","devices":[1]}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseReport(data)
@@ -247,18 +255,24 @@ func TestParseReportGuestCapture(t *testing.T) {
 				slices.Equal(lv.Tags, []string{"pvc-x"}) && lv.Attr.Active()
 		}},
 		{"tsnap", func(lv LV) bool {
-			return lv.Attr.IsThin() && lv.Origin == "thin" && !lv.Attr.Active() && lv.Attr.SkipActive && !lv.Attr.Writable()
+			return lv.Attr.IsThin() && lv.Origin == "thin" && !lv.Attr.Active() && lv.Attr.SkipActive &&
+				!lv.Attr.Writable()
 		}},
 		{"tclone", func(lv LV) bool {
-			return lv.Attr.IsThin() && lv.Origin == "thin" && lv.Attr.Active() && !lv.Attr.SkipActive && lv.Attr.Writable()
+			return lv.Attr.IsThin() && lv.Origin == "thin" && lv.Attr.Active() && !lv.Attr.SkipActive &&
+				lv.Attr.Writable()
 		}},
 		{"mirror", func(lv LV) bool {
 			return lv.Attr.IsRAID() && lv.SegType() == "raid1" && lv.Segments[0].Stripes == 2 &&
-				slices.Equal(lv.Segments[0].Devices, []string{"mirror_rimage_0(0)", "mirror_rimage_1(0)"}) && len(lv.PVNames()) == 0
+				slices.Equal(
+					lv.Segments[0].Devices,
+					[]string{"mirror_rimage_0(0)", "mirror_rimage_1(0)"},
+				) && len(lv.PVNames()) == 0
 		}},
 		{"thick", func(lv LV) bool { return lv.Attr.VolumeType == VolumeTypeOrigin && lv.SegType() == "linear" }},
 		{"cow", func(lv LV) bool {
-			return lv.Attr.IsSnapshot() && lv.Origin == "thick" && lv.Size == 8<<20 && lv.Segments[0].ChunkSize == 4096 &&
+			return lv.Attr.IsSnapshot() && lv.Origin == "thick" && lv.Size == 8<<20 &&
+				lv.Segments[0].ChunkSize == 4096 &&
 				slices.Equal(lv.PVNames(), []string{"/dev/ubda"})
 		}},
 	}

@@ -39,7 +39,15 @@ func createArgs(dc *DeviceClass, oc *LVCreateOptionClass, name string, size uint
 		extra = oc.Options
 	}
 	if dc.IsThin() {
-		return lvm.ThinLVOptions{Name: name, Pool: dc.ThinPool.Name, VirtualSize: size, Tags: tags, Extra: extra}.Args(dc.VolumeGroup)
+		return lvm.ThinLVOptions{
+			Name:        name,
+			Pool:        dc.ThinPool.Name,
+			VirtualSize: size,
+			Tags:        tags,
+			Extra:       extra,
+		}.Args(
+			dc.VolumeGroup,
+		)
 	}
 	o := lvm.LVOptions{Name: name, Size: size, Tags: tags, Extra: extra}
 	if oc == nil {
@@ -63,5 +71,14 @@ func setLayout(dc *DeviceClass, o *lvm.LVOptions) {
 // snapshotArgs returns the lvcreate arguments for a snapshot of origin: a thin snapshot activated
 // at once (cow == 0) or a copy-on-write snapshot of cow bytes.
 func snapshotArgs(vg, origin, name string, cow uint64, readOnly bool, tags []string) ([]string, error) {
-	return lvm.SnapshotOptions{Name: name, Origin: origin, Size: cow, ReadOnly: readOnly, Activate: cow == 0, Tags: tags}.Args(vg)
+	return lvm.SnapshotOptions{
+		Name:     name,
+		Origin:   origin,
+		Size:     cow,
+		ReadOnly: readOnly,
+		Activate: cow == 0,
+		Tags:     tags,
+	}.Args(
+		vg,
+	)
 }

@@ -222,14 +222,20 @@ func (dc *DeviceClass) validateThin() []error {
 		return []error{fmt.Errorf("%w: type thin needs thin-pool", ErrInvalidArgument)}
 	}
 	if lvm.ValidName(dc.ThinPool.Name) != nil {
-		errs = append(errs, fmt.Errorf("%w: thin-pool name %q is not a valid LVM LV name", ErrInvalidArgument, dc.ThinPool.Name))
+		errs = append(
+			errs,
+			fmt.Errorf("%w: thin-pool name %q is not a valid LVM LV name", ErrInvalidArgument, dc.ThinPool.Name),
+		)
 	}
 	if !(dc.ThinPool.OverprovisionRatio >= 1) {
 		errs = append(errs, fmt.Errorf("%w: thin-pool overprovision-ratio %v must be at least 1",
 			ErrInvalidArgument, dc.ThinPool.OverprovisionRatio))
 	}
 	if dc.Stripe != nil || dc.StripeSize != "" || dc.RAID != nil {
-		errs = append(errs, fmt.Errorf("%w: stripe, stripe-size and raid do not apply to thin classes", ErrInvalidArgument))
+		errs = append(
+			errs,
+			fmt.Errorf("%w: stripe, stripe-size and raid do not apply to thin classes", ErrInvalidArgument),
+		)
 	}
 	return errs
 }

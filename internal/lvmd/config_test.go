@@ -36,7 +36,11 @@ lvcreate-option-classes:
 		wantErr []string // substrings of the error
 	}{
 		{name: "valid", yaml: valid},
-		{name: "unknown field", yaml: "device-classes: [{name: a, volume-group: vg, colour: red}]", wantErr: []string{"colour"}},
+		{
+			name:    "unknown field",
+			yaml:    "device-classes: [{name: a, volume-group: vg, colour: red}]",
+			wantErr: []string{"colour"},
+		},
 		{name: "no classes", yaml: "device-classes: []", wantErr: []string{"at least one device class"}},
 		{name: "duplicate and two defaults", yaml: `device-classes:
   - {name: a, volume-group: vg, default: true}
@@ -45,20 +49,51 @@ lvcreate-option-classes:
 			wantErr: []string{"name must be", `volume-group "-vg"`}},
 		{name: "thin without pool", yaml: "device-classes: [{name: a, volume-group: vg, type: thin}]",
 			wantErr: []string{"type thin needs thin-pool"}},
-		{name: "thin ratio below 1", yaml: "device-classes: [{name: a, volume-group: vg, type: thin, thin-pool: {name: p, overprovision-ratio: 0.5}}]",
-			wantErr: []string{"overprovision-ratio 0.5 must be at least 1"}},
-		{name: "thin with raid", yaml: "device-classes: [{name: a, volume-group: vg, type: thin, thin-pool: {name: p, overprovision-ratio: 1}, raid: {type: raid1}}]",
-			wantErr: []string{"do not apply to thin"}},
-		{name: "thick with pool", yaml: "device-classes: [{name: a, volume-group: vg, thin-pool: {name: p, overprovision-ratio: 1}}]",
-			wantErr: []string{"thin-pool is set"}},
-		{name: "bad type", yaml: "device-classes: [{name: a, volume-group: vg, type: thic}]", wantErr: []string{`type "thic"`}},
-		{name: "bad raid", yaml: "device-classes: [{name: a, volume-group: vg, raid: {type: raid7}}]", wantErr: []string{`"raid7"`}},
-		{name: "raid5 mirrors", yaml: "device-classes: [{name: a, volume-group: vg, raid: {type: raid5, mirrors: 1}}]", wantErr: []string{"raid5 has no mirrors"}},
-		{name: "raid and stripe", yaml: "device-classes: [{name: a, volume-group: vg, stripe: 2, raid: {type: raid1}}]", wantErr: []string{"use raid.stripes"}},
-		{name: "stripe zero and bad size", yaml: "device-classes: [{name: a, volume-group: vg, stripe: 0, stripe-size: lots}]",
-			wantErr: []string{"stripe must be at least 1", `stripe-size "lots"`}},
-		{name: "option class empty", yaml: "device-classes: [{name: a, volume-group: vg}]\nlvcreate-option-classes: [{name: x, options: []}]",
-			wantErr: []string{"options must not be empty"}},
+		{
+			name:    "thin ratio below 1",
+			yaml:    "device-classes: [{name: a, volume-group: vg, type: thin, thin-pool: {name: p, overprovision-ratio: 0.5}}]",
+			wantErr: []string{"overprovision-ratio 0.5 must be at least 1"},
+		},
+		{
+			name:    "thin with raid",
+			yaml:    "device-classes: [{name: a, volume-group: vg, type: thin, thin-pool: {name: p, overprovision-ratio: 1}, raid: {type: raid1}}]",
+			wantErr: []string{"do not apply to thin"},
+		},
+		{
+			name:    "thick with pool",
+			yaml:    "device-classes: [{name: a, volume-group: vg, thin-pool: {name: p, overprovision-ratio: 1}}]",
+			wantErr: []string{"thin-pool is set"},
+		},
+		{
+			name:    "bad type",
+			yaml:    "device-classes: [{name: a, volume-group: vg, type: thic}]",
+			wantErr: []string{`type "thic"`},
+		},
+		{
+			name:    "bad raid",
+			yaml:    "device-classes: [{name: a, volume-group: vg, raid: {type: raid7}}]",
+			wantErr: []string{`"raid7"`},
+		},
+		{
+			name:    "raid5 mirrors",
+			yaml:    "device-classes: [{name: a, volume-group: vg, raid: {type: raid5, mirrors: 1}}]",
+			wantErr: []string{"raid5 has no mirrors"},
+		},
+		{
+			name:    "raid and stripe",
+			yaml:    "device-classes: [{name: a, volume-group: vg, stripe: 2, raid: {type: raid1}}]",
+			wantErr: []string{"use raid.stripes"},
+		},
+		{
+			name:    "stripe zero and bad size",
+			yaml:    "device-classes: [{name: a, volume-group: vg, stripe: 0, stripe-size: lots}]",
+			wantErr: []string{"stripe must be at least 1", `stripe-size "lots"`},
+		},
+		{
+			name:    "option class empty",
+			yaml:    "device-classes: [{name: a, volume-group: vg}]\nlvcreate-option-classes: [{name: x, options: []}]",
+			wantErr: []string{"options must not be empty"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +130,10 @@ func TestConfigLookups(t *testing.T) {
 	if dc, _ := cfg.DeviceClass("thin"); dc.SpareBytes() != 10*gib {
 		t.Errorf("default spare = %d, want TopoLVM's 10 GiB", dc.SpareBytes())
 	}
-	if _, err := cfg.DeviceClass("nope"); !errors.Is(err, lvmd.ErrUnknownDeviceClass) || !errors.Is(err, lvmd.ErrInvalidArgument) {
+	if _, err := cfg.DeviceClass(
+		"nope",
+	); !errors.Is(err, lvmd.ErrUnknownDeviceClass) ||
+		!errors.Is(err, lvmd.ErrInvalidArgument) {
 		t.Errorf("unknown class error = %v", err)
 	}
 	cfg.DeviceClasses[0].Default = false
@@ -114,14 +152,17 @@ func TestPendingDeviceClassManager(t *testing.T) {
 	}
 	for _, name := range []string{"thin", ""} {
 		_, err := m.DeviceClass(name)
-		if !errors.Is(err, lvmd.ErrClassesPending) || !errors.Is(err, lvmd.ErrNotReady) || errors.Is(err, lvmd.ErrUnknownDeviceClass) {
+		if !errors.Is(err, lvmd.ErrClassesPending) || !errors.Is(err, lvmd.ErrNotReady) ||
+			errors.Is(err, lvmd.ErrUnknownDeviceClass) {
 			t.Fatalf("DeviceClass(%q) before the first Replace: %v, want ErrNotReady", name, err)
 		}
 	}
 	if n := len(m.Config().DeviceClasses); n != 0 {
 		t.Fatalf("pending manager lists %d classes", n)
 	}
-	if err := m.Replace(&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{{Name: "thick", VolumeGroup: "thick", Default: true}}}); err != nil {
+	if err := m.Replace(
+		&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{{Name: "thick", VolumeGroup: "thick", Default: true}}},
+	); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.DeviceClass("thick"); err != nil {

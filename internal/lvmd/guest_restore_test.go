@@ -20,11 +20,17 @@ func TestGuestRestoreThickSnapshot(t *testing.T) {
 	orig, err := g.svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: "orig", DeviceClass: "thick", Size: size})
 	g.must(err)
 	g.must(fill(orig.Path, 'A', size))
-	_, err = g.svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thick", Source: "orig", Size: size, ReadOnly: true})
+	_, err = g.svc.CreateSnapshot(
+		ctx,
+		lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thick", Source: "orig", Size: size, ReadOnly: true},
+	)
 	g.must(err)
 	g.must(fill(orig.Path, 'B', size))
 
-	restored, err := g.svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "restored", DeviceClass: "thick", Source: "snap", Size: size})
+	restored, err := g.svc.CreateSnapshot(
+		ctx,
+		lvmd.SnapshotRequest{Name: "restored", DeviceClass: "thick", Source: "snap", Size: size},
+	)
 	g.must(err)
 	if restored.Origin != "" || restored.ReadOnly {
 		t.Errorf("restored LV %+v, want a plain writable LV", restored)

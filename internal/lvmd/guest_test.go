@@ -52,7 +52,12 @@ func newGuestEnv(t *testing.T) *guestEnv {
 	g.must(g.lvm.CreateThinPool(ctx, vg, lvm.ThinPoolOptions{Name: "pool", Size: gib}))
 	g.cfg = &lvmd.Config{DeviceClasses: []lvmd.DeviceClass{
 		{Name: "thick", VolumeGroup: "gvg", Default: true, SpareGB: ptr(uint64(0))},
-		{Name: "thin", VolumeGroup: "gvg", Type: lvmd.TypeThin, ThinPool: &lvmd.ThinPoolConfig{Name: "pool", OverprovisionRatio: 3}},
+		{
+			Name:        "thin",
+			VolumeGroup: "gvg",
+			Type:        lvmd.TypeThin,
+			ThinPool:    &lvmd.ThinPoolConfig{Name: "pool", OverprovisionRatio: 3},
+		},
 	}}
 	classes, err := lvmd.NewDeviceClassManager(g.cfg)
 	g.must(err)
@@ -128,11 +133,18 @@ func TestGuestLVMDService(t *testing.T) {
 		return err
 	})
 	g.oneExec("CreateLV thin 300MiB", func() (err error) {
-		thin, err = svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: "thin", DeviceClass: "thin", Size: 300 * mib, Tags: []string{"pvc=x"}})
+		thin, err = svc.CreateLV(
+			ctx,
+			lvmd.CreateLVRequest{Name: "thin", DeviceClass: "thin", Size: 300 * mib, Tags: []string{"pvc=x"}},
+		)
 		return err
 	})
 	s := g.state()
-	if lv, ok := s.LV("gvg", "thick"); !ok || lv.Size != thick.Size || thick.Size != 104*mib || !lv.Attr.Active() || lv.Tags[0] != "lvms" {
+	if lv, ok := s.LV(
+		"gvg",
+		"thick",
+	); !ok || lv.Size != thick.Size || thick.Size != 104*mib || !lv.Attr.Active() ||
+		lv.Tags[0] != "lvms" {
 		t.Errorf("thick LV: lvm %+v, service %+v", lv, thick)
 	}
 	if lv, ok := s.LV("gvg", "thin"); !ok || lv.Size != thin.Size || !lv.Attr.IsThin() || len(lv.Tags) != 2 {
@@ -141,7 +153,10 @@ func TestGuestLVMDService(t *testing.T) {
 	g.checkCapacity("after creates")
 
 	before := g.host.Counter().Count(lvm.Command)
-	if _, err := svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: "thin", DeviceClass: "thin", Size: 300 * mib}); err != nil {
+	if _, err := svc.CreateLV(
+		ctx,
+		lvmd.CreateLVRequest{Name: "thin", DeviceClass: "thin", Size: 300 * mib},
+	); err != nil {
 		t.Errorf("repeated create: %v", err)
 	}
 	if n := g.host.Counter().Count(lvm.Command) - before; n != 0 {
@@ -149,7 +164,10 @@ func TestGuestLVMDService(t *testing.T) {
 	}
 
 	g.oneExec("CreateSnapshot thin read-only", func() error {
-		_, err := svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "thin", ReadOnly: true})
+		_, err := svc.CreateSnapshot(
+			ctx,
+			lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "thin", ReadOnly: true},
+		)
 		return err
 	})
 	g.oneExec("CreateSnapshot thin writable clone", func() error {
@@ -157,7 +175,10 @@ func TestGuestLVMDService(t *testing.T) {
 		return err
 	})
 	g.oneExec("CreateSnapshot thick COW 50MiB", func() error {
-		_, err := svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "cow", DeviceClass: "thick", Source: "thick", Size: 50 * mib})
+		_, err := svc.CreateSnapshot(
+			ctx,
+			lvmd.SnapshotRequest{Name: "cow", DeviceClass: "thick", Source: "thick", Size: 50 * mib},
+		)
 		return err
 	})
 	s = g.state()
@@ -206,7 +227,12 @@ func TestGuestLVMDService(t *testing.T) {
 	fresh, _ := svc.Capacities(ctx)
 	for i := range cached {
 		if cached[i].FreeBytes != fresh[i].FreeBytes {
-			t.Errorf("class %s drifted: cached %d, refreshed %d", cached[i].DeviceClass, cached[i].FreeBytes, fresh[i].FreeBytes)
+			t.Errorf(
+				"class %s drifted: cached %d, refreshed %d",
+				cached[i].DeviceClass,
+				cached[i].FreeBytes,
+				fresh[i].FreeBytes,
+			)
 		}
 	}
 	// Too large: refused from the cache with no command.

@@ -185,7 +185,12 @@ func (s *Service) classVG(dc *DeviceClass) (lvm.VG, lvm.LV, error) {
 
 // planCreate validates a create against the cache and reserves capacity. It
 // returns the existing LV instead when the create is a repeat.
-func (s *Service) planCreate(dc *DeviceClass, optionClass bool, req CreateLVRequest, tags []string) (*change, *LV, error) {
+func (s *Service) planCreate(
+	dc *DeviceClass,
+	optionClass bool,
+	req CreateLVRequest,
+	tags []string,
+) (*change, *LV, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	vg, pool, err := s.classVG(dc)
@@ -224,7 +229,12 @@ func existingLV(dc *DeviceClass, lv lvm.LV, size uint64) (*LV, error) {
 	case !owned(lv):
 		return nil, fmt.Errorf("%w: LV %s exists without tag %s", ErrNotOurs, lv.FullName(), lvm.Tag)
 	case !inClass(dc, lv) || lv.Origin != "":
-		return nil, fmt.Errorf("%w: LV %s exists and is not a volume of device class %s", ErrAlreadyExists, lv.FullName(), dc.Name)
+		return nil, fmt.Errorf(
+			"%w: LV %s exists and is not a volume of device class %s",
+			ErrAlreadyExists,
+			lv.FullName(),
+			dc.Name,
+		)
 	case lv.Size != size:
 		return nil, fmt.Errorf("%w: LV %s exists with size %d, not %d", ErrAlreadyExists, lv.FullName(), lv.Size, size)
 	}
@@ -240,7 +250,13 @@ func (s *Service) reserve(dc *DeviceClass, c *change) error {
 		need = c.virtual
 	}
 	if need > free {
-		return fmt.Errorf("%w: %d bytes needed, %d available in device class %s", ErrInsufficientCapacity, need, free, dc.Name)
+		return fmt.Errorf(
+			"%w: %d bytes needed, %d available in device class %s",
+			ErrInsufficientCapacity,
+			need,
+			free,
+			dc.Name,
+		)
 	}
 	s.res.vg[c.vg] += c.physical
 	if c.poolKey != "" {

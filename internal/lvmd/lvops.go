@@ -24,7 +24,12 @@ func (s *Service) lookup(dc *DeviceClass, name string) (lvm.VG, lvm.LV, error) {
 	case !owned(lv):
 		return vg, lv, fmt.Errorf("%w: LV %s has no tag %s", ErrNotOurs, lv.FullName(), lvm.Tag)
 	case !inClass(dc, lv):
-		return vg, lv, fmt.Errorf("%w: LV %s is not a volume of device class %s", ErrInvalidArgument, lv.FullName(), dc.Name)
+		return vg, lv, fmt.Errorf(
+			"%w: LV %s is not a volume of device class %s",
+			ErrInvalidArgument,
+			lv.FullName(),
+			dc.Name,
+		)
 	}
 	return vg, lv, nil
 }

@@ -55,7 +55,10 @@ func TestSnapshots(t *testing.T) {
 	e.create("thick", "thick", gib)
 	thinFree, thickFree := e.free("thin"), e.free("thick")
 
-	ro, err := e.svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "thin", ReadOnly: true})
+	ro, err := e.svc.CreateSnapshot(
+		ctx,
+		lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "thin", ReadOnly: true},
+	)
 	wantErr(t, err, nil)
 	if !ro.ReadOnly || ro.Origin != "thin" || ro.Size != gib || ro.ThinPool != "pool" {
 		t.Errorf("read-only snapshot = %+v", ro)
@@ -68,7 +71,10 @@ func TestSnapshots(t *testing.T) {
 	if got := thinFree - e.free("thin"); got != 2*gib {
 		t.Errorf("thin snapshots took %d of thin capacity, want their virtual sizes (2 GiB)", got)
 	}
-	cow, err := e.svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "cow", DeviceClass: "thick", Source: "thick", Size: 101 * mib})
+	cow, err := e.svc.CreateSnapshot(
+		ctx,
+		lvmd.SnapshotRequest{Name: "cow", DeviceClass: "thick", Source: "thick", Size: 101 * mib},
+	)
 	wantErr(t, err, nil)
 	if cow.Size != 104*mib || cow.Origin != "thick" || thickFree-e.free("thick") != 104*mib {
 		t.Errorf("COW snapshot = %+v, thick capacity dropped by %d", cow, thickFree-e.free("thick"))
@@ -76,7 +82,10 @@ func TestSnapshots(t *testing.T) {
 	e.checkNoDrift()
 
 	e.fake.Reset()
-	again, err := e.svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "thin", ReadOnly: true})
+	again, err := e.svc.CreateSnapshot(
+		ctx,
+		lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "thin", ReadOnly: true},
+	)
 	if err != nil || again.Name != "snap" || e.fake.Count("") != 0 {
 		t.Errorf("repeated snapshot: %+v, %v, calls %v", again, err, e.fake.Calls())
 	}
@@ -85,12 +94,32 @@ func TestSnapshots(t *testing.T) {
 		req  lvmd.SnapshotRequest
 		want error
 	}{
-		{"other access mode", lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "thin"}, lvmd.ErrAlreadyExists},
-		{"other source", lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "clone", ReadOnly: true}, lvmd.ErrAlreadyExists},
+		{
+			"other access mode",
+			lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "thin"},
+			lvmd.ErrAlreadyExists,
+		},
+		{
+			"other source",
+			lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "clone", ReadOnly: true},
+			lvmd.ErrAlreadyExists,
+		},
 		{"missing source", lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thin", Source: "nope"}, lvmd.ErrNotFound},
-		{"source in other class", lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thin", Source: "thick"}, lvmd.ErrInvalidArgument},
-		{"thick without size", lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thick", Source: "thick"}, lvmd.ErrInvalidArgument},
-		{"read-only snapshot of COW snapshot (writable ones are restores by copy)", lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thick", Source: "cow", Size: mib, ReadOnly: true}, lvmd.ErrInvalidArgument},
+		{
+			"source in other class",
+			lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thin", Source: "thick"},
+			lvmd.ErrInvalidArgument,
+		},
+		{
+			"thick without size",
+			lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thick", Source: "thick"},
+			lvmd.ErrInvalidArgument,
+		},
+		{
+			"read-only snapshot of COW snapshot (writable ones are restores by copy)",
+			lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thick", Source: "cow", Size: mib, ReadOnly: true},
+			lvmd.ErrInvalidArgument,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +129,10 @@ func TestSnapshots(t *testing.T) {
 	}
 	// A COW store larger than a rewrite of the whole origin needs is useless: 1 GiB of data chunks, a
 	// header chunk and 1025 metadata chunks (lvm2's cow_max_size), rounded up to extents.
-	big, err := e.svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "big", DeviceClass: "thick", Source: "thick", Size: 100 * gib, ReadOnly: true})
+	big, err := e.svc.CreateSnapshot(
+		ctx,
+		lvmd.SnapshotRequest{Name: "big", DeviceClass: "thick", Source: "thick", Size: 100 * gib, ReadOnly: true},
+	)
 	wantErr(t, err, nil)
 	if big.Size != 1032*mib {
 		t.Errorf("COW snapshot of a 1 GiB origin asking for 100 GiB has %d bytes, want 1032 MiB", big.Size)
@@ -130,7 +162,13 @@ func TestRemoveLV(t *testing.T) {
 		t.Errorf("calls = %v", e.fake.Calls())
 	}
 	if e.free("thin") != thin || e.free("thick") != thick-gib {
-		t.Errorf("capacity after remove: thick %d (want %d), thin %d (want %d)", e.free("thick"), thick-gib, e.free("thin"), thin)
+		t.Errorf(
+			"capacity after remove: thick %d (want %d), thin %d (want %d)",
+			e.free("thick"),
+			thick-gib,
+			e.free("thin"),
+			thin,
+		)
 	}
 	e.fake.Reset()
 	wantErr(t, e.svc.RemoveLV(ctx, "a", "thick"), nil)
@@ -183,7 +221,10 @@ func TestDeviceClassSwapAtRunTime(t *testing.T) {
 	// The node agent creates a new VG and adds its class: no restart.
 	e.fake.AddVG("vg2", 4*gib, extent, "lvms")
 	cfg := testConfig()
-	cfg.DeviceClasses = append(cfg.DeviceClasses, lvmd.DeviceClass{Name: "fast", VolumeGroup: "vg2", SpareGB: ptr(uint64(0))})
+	cfg.DeviceClasses = append(
+		cfg.DeviceClasses,
+		lvmd.DeviceClass{Name: "fast", VolumeGroup: "vg2", SpareGB: ptr(uint64(0))},
+	)
 	wantErr(t, e.classes.Replace(cfg), nil)
 	got := waitFor(t, caps, func(c []lvmd.Capacity) bool { return len(c) == 3 && c[2].Ready })
 	if got[2].FreeBytes != 4*gib {

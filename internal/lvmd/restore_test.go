@@ -50,7 +50,10 @@ func TestRestoreThickSnapshotCopies(t *testing.T) {
 	if _, err := svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: "vol", DeviceClass: "thick", Size: gib}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thick", Source: "vol", Size: gib, ReadOnly: true}); err != nil {
+	if _, err := svc.CreateSnapshot(
+		ctx,
+		lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thick", Source: "vol", Size: gib, ReadOnly: true},
+	); err != nil {
 		t.Fatal(err)
 	}
 	restore := lvmd.SnapshotRequest{Name: "new-vol", DeviceClass: "thick", Source: "snap", Size: gib}

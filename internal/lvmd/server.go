@@ -122,7 +122,10 @@ func (s *Server) ResizeLV(ctx context.Context, req *lvmdpb.ResizeLVRequest) (*lv
 }
 
 // CreateLVSnapshot implements LVService.
-func (s *Server) CreateLVSnapshot(ctx context.Context, req *lvmdpb.CreateLVSnapshotRequest) (*lvmdpb.CreateLVSnapshotResponse, error) {
+func (s *Server) CreateLVSnapshot(
+	ctx context.Context,
+	req *lvmdpb.CreateLVSnapshotRequest,
+) (*lvmdpb.CreateLVSnapshotResponse, error) {
 	var readOnly bool
 	switch req.GetAccess() {
 	case lvmdpb.SnapshotAccess_SNAPSHOT_ACCESS_READ_ONLY:
@@ -155,7 +158,10 @@ func (s *Server) GetLVList(ctx context.Context, req *lvmdpb.GetLVListRequest) (*
 }
 
 // GetFreeBytes implements VGService.
-func (s *Server) GetFreeBytes(ctx context.Context, req *lvmdpb.GetFreeBytesRequest) (*lvmdpb.GetFreeBytesResponse, error) {
+func (s *Server) GetFreeBytes(
+	ctx context.Context,
+	req *lvmdpb.GetFreeBytesRequest,
+) (*lvmdpb.GetFreeBytesResponse, error) {
 	c, err := s.svc.Capacity(ctx, req.GetDeviceClass())
 	if err != nil {
 		return nil, toStatus(err)

@@ -37,7 +37,10 @@ func TestGRPCOverUnixSocket(t *testing.T) {
 	if lv, err := c.ResizeLV(ctx, "a", "thin", 2*gib); err != nil || lv.Size != 2*gib {
 		t.Errorf("ResizeLV = %+v, %v", lv, err)
 	}
-	snap, err := c.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "s", DeviceClass: "thin", Source: "a", ReadOnly: true})
+	snap, err := c.CreateSnapshot(
+		ctx,
+		lvmd.SnapshotRequest{Name: "s", DeviceClass: "thin", Source: "a", ReadOnly: true},
+	)
 	if err != nil || !snap.ReadOnly || snap.Origin != "a" {
 		t.Errorf("CreateSnapshot = %+v, %v", snap, err)
 	}
@@ -49,10 +52,22 @@ func TestGRPCOverUnixSocket(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"capacity", second(c.CreateLV(ctx, lvmd.CreateLVRequest{Name: "b", DeviceClass: "thin", Size: 100 * gib})), lvmd.ErrInsufficientCapacity},
-		{"unknown class", second(c.CreateLV(ctx, lvmd.CreateLVRequest{Name: "b", DeviceClass: "nope", Size: gib})), lvmd.ErrUnknownDeviceClass},
+		{
+			"capacity",
+			second(c.CreateLV(ctx, lvmd.CreateLVRequest{Name: "b", DeviceClass: "thin", Size: 100 * gib})),
+			lvmd.ErrInsufficientCapacity,
+		},
+		{
+			"unknown class",
+			second(c.CreateLV(ctx, lvmd.CreateLVRequest{Name: "b", DeviceClass: "nope", Size: gib})),
+			lvmd.ErrUnknownDeviceClass,
+		},
 		{"not found", second(c.ResizeLV(ctx, "nope", "thin", gib)), lvmd.ErrNotFound},
-		{"exists", second(c.CreateLV(ctx, lvmd.CreateLVRequest{Name: "a", DeviceClass: "thin", Size: 5 * gib})), lvmd.ErrAlreadyExists},
+		{
+			"exists",
+			second(c.CreateLV(ctx, lvmd.CreateLVRequest{Name: "a", DeviceClass: "thin", Size: 5 * gib})),
+			lvmd.ErrAlreadyExists,
+		},
 		{"not ours", c.RemoveLV(ctx, "pool", "thick"), lvmd.ErrNotOurs},
 		{"remove", c.RemoveLV(ctx, "s", "thin"), nil},
 	}

@@ -71,11 +71,17 @@ func TestCreateLVRunsOneLVMCommand(t *testing.T) {
 			return err
 		}},
 		{"thin snapshot", func(e *env) error {
-			_, err := e.svc.CreateSnapshot(e.t.Context(), lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "src", ReadOnly: true})
+			_, err := e.svc.CreateSnapshot(
+				e.t.Context(),
+				lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thin", Source: "src", ReadOnly: true},
+			)
 			return err
 		}},
 		{"thick snapshot", func(e *env) error {
-			_, err := e.svc.CreateSnapshot(e.t.Context(), lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thick", Source: "src", Size: gib})
+			_, err := e.svc.CreateSnapshot(
+				e.t.Context(),
+				lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thick", Source: "src", Size: gib},
+			)
 			return err
 		}},
 	}
@@ -126,7 +132,11 @@ func TestCreateLVIdempotent(t *testing.T) {
 		{"other class", lvmd.CreateLVRequest{Name: "a", DeviceClass: "thin", Size: gib}, lvmd.ErrAlreadyExists},
 		{"the pool", lvmd.CreateLVRequest{Name: "pool", DeviceClass: "thick", Size: gib}, lvmd.ErrNotOurs},
 		{"unknown class", lvmd.CreateLVRequest{Name: "b", DeviceClass: "x", Size: gib}, lvmd.ErrUnknownDeviceClass},
-		{"unknown option class", lvmd.CreateLVRequest{Name: "b", Size: gib, LVCreateOptionClass: "x"}, lvmd.ErrInvalidArgument},
+		{
+			"unknown option class",
+			lvmd.CreateLVRequest{Name: "b", Size: gib, LVCreateOptionClass: "x"},
+			lvmd.ErrInvalidArgument,
+		},
 		{"bad name", lvmd.CreateLVRequest{Name: "-b", Size: gib}, lvmd.ErrInvalidArgument},
 		{"zero size", lvmd.CreateLVRequest{Name: "b"}, lvmd.ErrInvalidArgument},
 		{"bad tag", lvmd.CreateLVRequest{Name: "b", Size: gib, Tags: []string{"a b"}}, lvmd.ErrInvalidArgument},
@@ -210,7 +220,9 @@ func TestCreateLVLayouts(t *testing.T) {
 func TestOptionClassReplacesClassOptions(t *testing.T) {
 	cfg := testConfig()
 	cfg.DeviceClasses[0].Stripe = ptr(uint(2))
-	cfg.LVCreateOptionClasses = []lvmd.LVCreateOptionClass{{Name: "mirror", Options: []string{"--type", "raid1", "-m", "1"}}}
+	cfg.LVCreateOptionClasses = []lvmd.LVCreateOptionClass{
+		{Name: "mirror", Options: []string{"--type", "raid1", "-m", "1"}},
+	}
 	e := newEnv(t, cfg)
 	_, err := e.svc.CreateLV(t.Context(), lvmd.CreateLVRequest{
 		Name: "lv", DeviceClass: "thick", Size: gib, LVCreateOptionClass: "mirror", Tags: []string{"pvc=x"},
@@ -229,7 +241,10 @@ func TestConcurrentCreatesReserveCapacity(t *testing.T) {
 	errs := make([]error, 12)
 	for i := range errs {
 		wg.Go(func() {
-			_, errs[i] = e.svc.CreateLV(t.Context(), lvmd.CreateLVRequest{Name: fmt.Sprintf("lv%d", i), DeviceClass: "thin", Size: gib})
+			_, errs[i] = e.svc.CreateLV(
+				t.Context(),
+				lvmd.CreateLVRequest{Name: fmt.Sprintf("lv%d", i), DeviceClass: "thin", Size: gib},
+			)
 		})
 	}
 	wg.Wait()

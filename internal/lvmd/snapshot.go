@@ -130,7 +130,12 @@ func existingSnapshot(dc *DeviceClass, lv lvm.LV, req SnapshotRequest) (*LV, err
 	case !req.ReadOnly && inClass(dc, lv) && slices.Contains(lv.Tags, restoredFromTag(req.Source)):
 		// A finished restore by copy (restoreByCopy).
 	case !inClass(dc, lv) || lv.Origin != req.Source:
-		return nil, fmt.Errorf("%w: LV %s exists and is not a snapshot of %s", ErrAlreadyExists, lv.FullName(), req.Source)
+		return nil, fmt.Errorf(
+			"%w: LV %s exists and is not a snapshot of %s",
+			ErrAlreadyExists,
+			lv.FullName(),
+			req.Source,
+		)
 	case lv.Attr.Writable() == req.ReadOnly:
 		return nil, fmt.Errorf("%w: snapshot %s exists with another access mode", ErrAlreadyExists, lv.FullName())
 	}

@@ -71,7 +71,9 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device classes: %w", err)
 	}
-	svc, err := lvmd.NewService(lvmd.Options{Executor: o.Executor, Classes: classes, RefreshInterval: o.RefreshInterval})
+	svc, err := lvmd.NewService(
+		lvmd.Options{Executor: o.Executor, Classes: classes, RefreshInterval: o.RefreshInterval},
+	)
 	if err != nil {
 		return nil, fmt.Errorf("lvmd: %w", err)
 	}

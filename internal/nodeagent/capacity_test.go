@@ -148,7 +148,10 @@ func TestCapacityAnnotatorFollowsLVMD(t *testing.T) {
 		return a["capacity.topolvm.io/thick"] == thickFree && a["capacity.topolvm.io/00default"] == thickFree &&
 			a["capacity.topolvm.io/thin"] == "8589934592" && a["capacity.topolvm.io/missing"] == "0"
 	})
-	if _, err := svc.CreateLV(t.Context(), lvmd.CreateLVRequest{Name: "lv", DeviceClass: "thin", Size: gib}); err != nil {
+	if _, err := svc.CreateLV(
+		t.Context(),
+		lvmd.CreateLVRequest{Name: "lv", DeviceClass: "thin", Size: gib},
+	); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "capacity after a create", func() bool {

@@ -52,14 +52,23 @@ func NewMetrics(node string, src CapacityWatcher) *Metrics {
 		return prometheus.NewDesc(name, help, []string{"device_class"}, prometheus.Labels{"node": node})
 	}
 	return &Metrics{
-		node:        node,
-		src:         src,
-		vgAvailable: desc(MetricVolumeGroupAvailableBytes, "Bytes new volumes may take in the device class (the node's capacity annotation)."),
-		vgSize:      desc(MetricVolumeGroupSizeBytes, "Size in bytes of the device class's volume group (thin classes: of the thin pool)."),
-		tpSize:      desc(MetricThinPoolSizeBytes, "Size in bytes of the device class's thin pool."),
-		tpData:      desc(MetricThinPoolDataPercent, "Data usage of the device class's thin pool in percent."),
-		tpMeta:      desc(MetricThinPoolMetadataPercent, "Metadata usage of the device class's thin pool in percent."),
-		tpAvailable: desc(MetricThinPoolOverprovisionedAvailable, "Bytes left in the device class's thin pool with overprovisioning."),
+		node: node,
+		src:  src,
+		vgAvailable: desc(
+			MetricVolumeGroupAvailableBytes,
+			"Bytes new volumes may take in the device class (the node's capacity annotation).",
+		),
+		vgSize: desc(
+			MetricVolumeGroupSizeBytes,
+			"Size in bytes of the device class's volume group (thin classes: of the thin pool).",
+		),
+		tpSize: desc(MetricThinPoolSizeBytes, "Size in bytes of the device class's thin pool."),
+		tpData: desc(MetricThinPoolDataPercent, "Data usage of the device class's thin pool in percent."),
+		tpMeta: desc(MetricThinPoolMetadataPercent, "Metadata usage of the device class's thin pool in percent."),
+		tpAvailable: desc(
+			MetricThinPoolOverprovisionedAvailable,
+			"Bytes left in the device class's thin pool with overprovisioning.",
+		),
 	}
 }
 

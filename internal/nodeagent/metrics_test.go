@@ -102,7 +102,10 @@ func TestMetricsFollowLVMD(t *testing.T) {
 		n, err := testutil.GatherAndCount(reg, MetricVolumeGroupAvailableBytes)
 		return err == nil && n == 3
 	})
-	if _, err := svc.CreateLV(t.Context(), lvmd.CreateLVRequest{Name: "lv", DeviceClass: "thin", Size: gib}); err != nil {
+	if _, err := svc.CreateLV(
+		t.Context(),
+		lvmd.CreateLVRequest{Name: "lv", DeviceClass: "thin", Size: gib},
+	); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "thin capacity after a create", func() bool {

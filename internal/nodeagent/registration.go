@@ -84,7 +84,10 @@ func (r *Registration) GetInfo(context.Context, *registerapi.InfoRequest) (*regi
 }
 
 // NotifyRegistrationStatus records and logs the kubelet's verdict.
-func (r *Registration) NotifyRegistrationStatus(ctx context.Context, st *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
+func (r *Registration) NotifyRegistrationStatus(
+	ctx context.Context,
+	st *registerapi.RegistrationStatus,
+) (*registerapi.RegistrationStatusResponse, error) {
 	r.mu.Lock()
 	r.status = RegistrationStatus{Reported: true, Registered: st.GetPluginRegistered(), Error: st.GetError()}
 	r.mu.Unlock()

@@ -38,7 +38,9 @@ func shortTempDir(t *testing.T) string {
 // reports the outcome.
 func TestRegistration(t *testing.T) {
 	sock := filepath.Join(shortTempDir(t), "plugins_registry", "topolvm.io-reg.sock")
-	r := NewRegistration(RegistrationOptions{SocketPath: sock, Endpoint: "/var/lib/kubelet/plugins/topolvm.io/node/csi-topolvm.sock"})
+	r := NewRegistration(
+		RegistrationOptions{SocketPath: sock, Endpoint: "/var/lib/kubelet/plugins/topolvm.io/node/csi-topolvm.sock"},
+	)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- r.Start(ctx) }()

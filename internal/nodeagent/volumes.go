@@ -35,7 +35,9 @@ func (v *Volumes) Device(ctx context.Context, volumeID string) (string, int64, e
 		switch {
 		case err == nil:
 			return lv.Path, int64(lv.Size), nil
-		case errors.Is(err, lvmd.ErrNotFound), errors.Is(err, lvmd.ErrNotReady), errors.Is(err, lvmd.ErrInvalidArgument),
+		case errors.Is(err, lvmd.ErrNotFound),
+			errors.Is(err, lvmd.ErrNotReady),
+			errors.Is(err, lvmd.ErrInvalidArgument),
 			errors.Is(err, lvmd.ErrNotOurs):
 			// Not in this class: absent, the class has no VG, the LV belongs to another class of the
 			// VG, or it is not an LV lvmd made (never handed to a pod).

@@ -29,7 +29,12 @@ func newService(t *testing.T) (*lvmd.Service, *fakelvm.LVM) {
 	classes, err := lvmd.NewDeviceClassManager(&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{
 		{Name: "missing", VolumeGroup: "novg"},
 		{Name: "thick", VolumeGroup: "vg", Default: true, SpareGB: &spare},
-		{Name: "thin", VolumeGroup: "vg", Type: lvmd.TypeThin, ThinPool: &lvmd.ThinPoolConfig{Name: "pool", OverprovisionRatio: 2}},
+		{
+			Name:        "thin",
+			VolumeGroup: "vg",
+			Type:        lvmd.TypeThin,
+			ThinPool:    &lvmd.ThinPoolConfig{Name: "pool", OverprovisionRatio: 2},
+		},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +94,9 @@ func TestVolumesDevice(t *testing.T) {
 // TestVolumesDeviceStateReadFailure: a failure to read the LVM state is not reported as "not found".
 func TestVolumesDeviceStateReadFailure(t *testing.T) {
 	f := fakelvm.New()
-	classes, err := lvmd.NewDeviceClassManager(&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{{Name: "thick", VolumeGroup: "vg"}}})
+	classes, err := lvmd.NewDeviceClassManager(
+		&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{{Name: "thick", VolumeGroup: "vg"}}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,11 @@ func TestDefaultDiscoveryPolicy(t *testing.T) {
 			policy: lvmv1alpha1.DeviceDiscoveryPolicyStatic},
 		{name: "paths", class: lvmv1alpha1.DeviceClass{DeviceSelector: paths}},
 		{name: "optional paths", class: lvmv1alpha1.DeviceClass{DeviceSelector: optional}},
-		{name: "Dynamic kept", class: lvmv1alpha1.DeviceClass{DeviceDiscoveryPolicy: lvmv1alpha1.DeviceDiscoveryPolicyDynamic},
-			policy: lvmv1alpha1.DeviceDiscoveryPolicyDynamic},
+		{
+			name:   "Dynamic kept",
+			class:  lvmv1alpha1.DeviceClass{DeviceDiscoveryPolicy: lvmv1alpha1.DeviceDiscoveryPolicyDynamic},
+			policy: lvmv1alpha1.DeviceDiscoveryPolicyDynamic,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,9 +26,14 @@ func checkLabelValues(c *lvmv1alpha1.LVMCluster) error {
 		slices.Sort(keys)
 		for _, k := range keys {
 			if errs := validation.IsValidLabelValue(labels[k]); len(errs) > 0 {
-				return fmt.Errorf("spec.storage.deviceClasses[%d].storageClassOptions.additionalLabels[%s]: %q is not a label value (%s): "+
-					"use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
-					i, k, labels[k], strings.Join(errs, "; "))
+				return fmt.Errorf(
+					"spec.storage.deviceClasses[%d].storageClassOptions.additionalLabels[%s]: %q is not a label value (%s): "+
+						"use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+					i,
+					k,
+					labels[k],
+					strings.Join(errs, "; "),
+				)
 			}
 		}
 	}

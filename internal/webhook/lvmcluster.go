@@ -35,7 +35,10 @@ func NewLVMClusterValidator(reader client.Reader, namespace string) *LVMClusterV
 
 // ValidateCreate allows one LVMCluster per cluster, in the operator namespace, and no disk shared by
 // two device classes on a node that both select.
-func (v *LVMClusterValidator) ValidateCreate(ctx context.Context, c *lvmv1alpha1.LVMCluster) (admission.Warnings, error) {
+func (v *LVMClusterValidator) ValidateCreate(
+	ctx context.Context,
+	c *lvmv1alpha1.LVMCluster,
+) (admission.Warnings, error) {
 	if c.Namespace != v.namespace {
 		return nil, fmt.Errorf("metadata.namespace: LVMCluster %s/%s is outside the operator namespace: "+
 			"create it in the operator namespace %q", c.Namespace, c.Name, v.namespace)
@@ -61,7 +64,10 @@ func (v *LVMClusterValidator) ValidateCreate(ctx context.Context, c *lvmv1alpha1
 
 // ValidateUpdate refuses a disk newly shared by two device classes on a node that both select, and
 // warns as on create; the schema guards the transitions.
-func (v *LVMClusterValidator) ValidateUpdate(ctx context.Context, old, c *lvmv1alpha1.LVMCluster) (admission.Warnings, error) {
+func (v *LVMClusterValidator) ValidateUpdate(
+	ctx context.Context,
+	old, c *lvmv1alpha1.LVMCluster,
+) (admission.Warnings, error) {
 	if err := checkLabelValues(c); err != nil {
 		return nil, err
 	}

@@ -35,9 +35,13 @@ func class(name, zone string, paths ...string) lvmv1alpha1.DeviceClass {
 		}
 	}
 	if zone != "" {
-		dc.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}},
-		}}}
+		dc.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+			{
+				MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{zone}},
+				},
+			},
+		}}
 	}
 	return dc
 }
@@ -89,12 +93,20 @@ func checkResult(t *testing.T, warnings []string, err error, wantErr string, wan
 func TestValidateCreate(t *testing.T) {
 	report := &lvmv1alpha1.LVMVolumeGroupNodeStatus{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "node-a"},
-		Spec: lvmv1alpha1.LVMVolumeGroupNodeStatusSpec{LiveNodeStatus: []lvmv1alpha1.VGStatus{{
-			Name: "vg0", Devices: []string{"/dev/sdb"},
-			Excluded: []lvmv1alpha1.ExcludedDevice{{Name: "/dev/sdc", Reasons: []string{"has a filesystem signature: ext4"}}},
-		}}},
+		Spec: lvmv1alpha1.LVMVolumeGroupNodeStatusSpec{LiveNodeStatus: []lvmv1alpha1.VGStatus{
+			{
+				Name:    "vg0",
+				Devices: []string{"/dev/sdb"},
+				Excluded: []lvmv1alpha1.ExcludedDevice{
+					{Name: "/dev/sdc", Reasons: []string{"has a filesystem signature: ext4"}},
+				},
+			},
+		}},
 	}
-	nodes := []client.Object{node("n1", map[string]string{"zone": "a", "disk": "fast"}), node("n2", map[string]string{"zone": "b"})}
+	nodes := []client.Object{
+		node("n1", map[string]string{"zone": "a", "disk": "fast"}),
+		node("n2", map[string]string{"zone": "b"}),
+	}
 	tests := []struct {
 		name     string
 		objs     []client.Object
@@ -105,16 +117,40 @@ func TestValidateCreate(t *testing.T) {
 		{name: "first cluster", obj: cluster(ns, "a"), warnings: []string{"no deviceSelector.paths"}},
 		{name: "second cluster", objs: []client.Object{cluster(ns, "a")}, obj: cluster(ns, "b"),
 			wantErr: "only one LVMCluster is supported per cluster and lvms-system/a already exists"},
-		{name: "other namespace", obj: cluster("default", "a"), wantErr: `create it in the operator namespace "lvms-system"`},
+		{
+			name:    "other namespace",
+			obj:     cluster("default", "a"),
+			wantErr: `create it in the operator namespace "lvms-system"`,
+		},
 		{name: "paths seen on a node", objs: []client.Object{report}, obj: cluster(ns, "a", "/dev/sdb", "/dev/sdc")},
-		{name: "path on no node warns", objs: []client.Object{report}, obj: cluster(ns, "a", "/dev/sdb", "/dev/nvme9n1"),
-			warnings: []string{"device class vg1: /dev/nvme9n1 exists on no node"}},
-		{name: "by-id paths are resolved on the node, no warning", objs: []client.Object{report}, obj: cluster(ns, "a", "/dev/disk/by-id/wwn-1")},
+		{
+			name:     "path on no node warns",
+			objs:     []client.Object{report},
+			obj:      cluster(ns, "a", "/dev/sdb", "/dev/nvme9n1"),
+			warnings: []string{"device class vg1: /dev/nvme9n1 exists on no node"},
+		},
+		{
+			name: "by-id paths are resolved on the node, no warning",
+			objs: []client.Object{report},
+			obj:  cluster(ns, "a", "/dev/disk/by-id/wwn-1"),
+		},
 		{name: "no reports yet, no warning", obj: cluster(ns, "a", "/dev/nvme9n1")},
-		{name: "same disk, disjoint node pools", objs: nodes, obj: twoClasses(class("vg1", "a", "/dev/sdb"), class("vg2", "b", "/dev/sdb"))},
-		{name: "same disk, selectors overlap on n1", objs: nodes, obj: twoClasses(class("vg1", "a", "/dev/sdb"), class("vg2", "", "/dev/sdc", "/dev/sdb")),
-			wantErr: "device classes vg1 and vg2 both list /dev/sdb and both select node n1"},
-		{name: "same disk, selectors overlap on no node yet", objs: nodes[1:], obj: twoClasses(class("vg1", "a", "/dev/sdb"), class("vg2", "", "/dev/sdb"))},
+		{
+			name: "same disk, disjoint node pools",
+			objs: nodes,
+			obj:  twoClasses(class("vg1", "a", "/dev/sdb"), class("vg2", "b", "/dev/sdb")),
+		},
+		{
+			name:    "same disk, selectors overlap on n1",
+			objs:    nodes,
+			obj:     twoClasses(class("vg1", "a", "/dev/sdb"), class("vg2", "", "/dev/sdc", "/dev/sdb")),
+			wantErr: "device classes vg1 and vg2 both list /dev/sdb and both select node n1",
+		},
+		{
+			name: "same disk, selectors overlap on no node yet",
+			objs: nodes[1:],
+			obj:  twoClasses(class("vg1", "a", "/dev/sdb"), class("vg2", "", "/dev/sdb")),
+		},
 		{name: "upstream warnings", obj: func() *lvmv1alpha1.LVMCluster {
 			c := cluster(ns, "a")
 			c.Spec.Storage.DeviceClasses[0].Default = false
@@ -158,7 +194,11 @@ func TestValidateUpdate(t *testing.T) {
 		{name: "shared disk added on a node both select", old: disjoint,
 			obj:     twoClasses(class("vg1", "a", "/dev/sdb"), class("vg2", "", "/dev/sdc", "/dev/sdb")),
 			wantErr: "device classes vg1 and vg2 both list /dev/sdb and both select node n1"},
-		{name: "conflict that already existed does not block other changes", old: overlapping, obj: overlapping.DeepCopy()},
+		{
+			name: "conflict that already existed does not block other changes",
+			old:  overlapping,
+			obj:  overlapping.DeepCopy(),
+		},
 		{name: "no Dynamic warning on update", old: cluster(ns, "a"), obj: func() *lvmv1alpha1.LVMCluster {
 			c := cluster(ns, "a")
 			c.Spec.Storage.DeviceClasses[0].DeviceDiscoveryPolicy = lvmv1alpha1.DeviceDiscoveryPolicyDynamic

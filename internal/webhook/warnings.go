@@ -18,7 +18,11 @@ const recommendedMaxSizePercent = 90
 
 // warnings are upstream LVMS's admission warnings (W1-W5 in docs/api-compat.md) and ours (W6, W7).
 // create says whether this is a create (upstream gives W5 only then).
-func (v *LVMClusterValidator) warnings(ctx context.Context, c *lvmv1alpha1.LVMCluster, create bool) (admission.Warnings, error) {
+func (v *LVMClusterValidator) warnings(
+	ctx context.Context,
+	c *lvmv1alpha1.LVMCluster,
+	create bool,
+) (admission.Warnings, error) {
 	dcs := c.Spec.Storage.DeviceClasses
 	var out admission.Warnings
 	defaults := 0
@@ -45,13 +49,20 @@ func deviceClassWarnings(dc *lvmv1alpha1.DeviceClass, classes int, create bool) 
 	prefix := fmt.Sprintf("device class %s: ", dc.Name)
 	if tp := dc.ThinPoolConfig; tp != nil {
 		if tp.SizePercent > recommendedMaxSizePercent {
-			out = append(out, fmt.Sprintf("%sthinPoolConfig.sizePercent %d is above %d%%: the thin pool metadata cannot "+
-				"be extended once it fills up; keep it at %d or below unless you are sure the metadata will not need to grow",
-				prefix, tp.SizePercent, recommendedMaxSizePercent, recommendedMaxSizePercent))
+			out = append(
+				out,
+				fmt.Sprintf("%sthinPoolConfig.sizePercent %d is above %d%%: the thin pool metadata cannot "+
+					"be extended once it fills up; keep it at %d or below unless you are sure the metadata will not need to grow",
+					prefix, tp.SizePercent, recommendedMaxSizePercent, recommendedMaxSizePercent),
+			)
 		}
-		if tp.MetadataSizeCalculationPolicy == lvmv1alpha1.MetadataSizeCalculationPolicyStatic && tp.MetadataSize == nil {
-			out = append(out, prefix+"thinPoolConfig.metadataSizeCalculationPolicy is Static but metadataSize is unset: "+
-				"set metadataSize (upstream LVMS assumes "+lvmv1alpha1.DefaultMetadataSize+")")
+		if tp.MetadataSizeCalculationPolicy == lvmv1alpha1.MetadataSizeCalculationPolicyStatic &&
+			tp.MetadataSize == nil {
+			out = append(
+				out,
+				prefix+"thinPoolConfig.metadataSizeCalculationPolicy is Static but metadataSize is unset: "+
+					"set metadataSize (upstream LVMS assumes "+lvmv1alpha1.DefaultMetadataSize+")",
+			)
 		}
 	}
 	sel := dc.DeviceSelector
@@ -64,7 +75,8 @@ func deviceClassWarnings(dc *lvmv1alpha1.DeviceClass, classes int, create bool) 
 		out = append(out, prefix+"deviceDiscoveryPolicy is Dynamic without deviceSelector paths: disks that appear "+
 			"later are added to the volume group too; set deviceDiscoveryPolicy: Static or list the disks")
 	}
-	if sel != nil && sel.ForceWipeDevicesAndDestroyAllData != nil && *sel.ForceWipeDevicesAndDestroyAllData && len(sel.Paths) == 0 {
+	if sel != nil && sel.ForceWipeDevicesAndDestroyAllData != nil && *sel.ForceWipeDevicesAndDestroyAllData &&
+		len(sel.Paths) == 0 {
 		out = append(out, prefix+"deviceSelector.forceWipeDevicesAndDestroyAllData only wipes disks listed in "+
 			"deviceSelector.paths and optionalPaths are never wiped: move the disks to wipe into paths")
 	}
@@ -100,7 +112,10 @@ func (v *LVMClusterValidator) unknownPaths(ctx context.Context, c *lvmv1alpha1.L
 			if strings.HasPrefix(path, "/dev/disk/") || seen.Has(path) {
 				continue
 			}
-			out = append(out, fmt.Sprintf("device class %s: %s exists on no node that has reported its disks", dc.Name, path))
+			out = append(
+				out,
+				fmt.Sprintf("device class %s: %s exists on no node that has reported its disks", dc.Name, path),
+			)
 		}
 	}
 	return out, nil

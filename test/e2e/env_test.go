@@ -118,9 +118,17 @@ func (e *env) ensureLVMCluster() {
 		Spec: lvmv1alpha1.LVMClusterSpec{Storage: lvmv1alpha1.Storage{DeviceClasses: []lvmv1alpha1.DeviceClass{
 			{Name: "thick", FilesystemType: lvmv1alpha1.FilesystemTypeExt4,
 				DeviceSelector: &lvmv1alpha1.DeviceSelector{Paths: []lvmv1alpha1.DevicePath{"/dev/ubdb", "/dev/ubdc"}}},
-			{Name: "thin", Default: true, FilesystemType: lvmv1alpha1.FilesystemTypeXFS,
+			{
+				Name:           "thin",
+				Default:        true,
+				FilesystemType: lvmv1alpha1.FilesystemTypeXFS,
 				DeviceSelector: &lvmv1alpha1.DeviceSelector{Paths: []lvmv1alpha1.DevicePath{"/dev/ubda"}},
-				ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{Name: "thin-pool-1", SizePercent: 90, OverprovisionRatio: 10}},
+				ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{
+					Name:               "thin-pool-1",
+					SizePercent:        90,
+					OverprovisionRatio: 10,
+				},
+			},
 		}}},
 	}
 	var all lvmv1alpha1.LVMClusterList
@@ -129,7 +137,10 @@ func (e *env) ensureLVMCluster() {
 	}
 	for _, c := range all.Items {
 		if c.Name != want.Name {
-			e.t.Fatalf("LVMCluster %s exists; the suite needs its own (thick on /dev/ubdb,/dev/ubdc, thin on /dev/ubda): run it on a fresh cluster (hack/e2e.sh)", c.Name)
+			e.t.Fatalf(
+				"LVMCluster %s exists; the suite needs its own (thick on /dev/ubdb,/dev/ubdc, thin on /dev/ubda): run it on a fresh cluster (hack/e2e.sh)",
+				c.Name,
+			)
 		}
 	}
 	var got lvmv1alpha1.LVMCluster
@@ -184,7 +195,11 @@ func (e *env) claim(name, class, size string, block bool, snapshot string) {
 		pvc.Spec.VolumeMode = new(corev1.PersistentVolumeBlock)
 	}
 	if snapshot != "" {
-		pvc.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: new("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: snapshot}
+		pvc.Spec.DataSourceRef = &corev1.TypedObjectReference{
+			APIGroup: new("snapshot.storage.k8s.io"),
+			Kind:     "VolumeSnapshot",
+			Name:     snapshot,
+		}
 	}
 	e.create(pvc)
 }
@@ -260,7 +275,16 @@ func hostPod(name, node, script string) *corev1.Pod {
 	pod.Spec.NodeName = node
 	pod.Spec.HostPID = true
 	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
-	pod.Spec.Containers[0].Command = []string{"/bin/busybox", "nsenter", "--target=1", "--mount", "--", "/bin/sh", "-c", script}
+	pod.Spec.Containers[0].Command = []string{
+		"/bin/busybox",
+		"nsenter",
+		"--target=1",
+		"--mount",
+		"--",
+		"/bin/sh",
+		"-c",
+		script,
+	}
 	return pod
 }
 
@@ -275,7 +299,11 @@ func (e *env) finished(name string) (*corev1.Pod, string) {
 		if pod.Status.Phase == corev1.PodFailed {
 			return false, "", fmt.Errorf("pod %s failed: %s", name, e.output(&pod))
 		}
-		return pod.Status.Phase == corev1.PodSucceeded, fmt.Sprintf("phase %s: %s", pod.Status.Phase, pod.Status.Message), nil
+		return pod.Status.Phase == corev1.PodSucceeded, fmt.Sprintf(
+			"phase %s: %s",
+			pod.Status.Phase,
+			pod.Status.Message,
+		), nil
 	})
 	return &pod, e.output(&pod)
 }
@@ -283,7 +311,14 @@ func (e *env) finished(name string) (*corev1.Pod, string) {
 // output is the pod's output: the last outputLines of its log (the pods/log API, which the
 // apiserver fetches from the kubelet).
 func (e *env) output(pod *corev1.Pod) string {
-	b, err := e.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: new(int64(outputLines))}).DoRaw(e.ctx())
+	b, err := e.cs.CoreV1().Pods(
+		pod.Namespace,
+	).GetLogs(
+		pod.Name,
+		&corev1.PodLogOptions{TailLines: new(int64(outputLines))},
+	).DoRaw(
+		e.ctx(),
+	)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
@@ -308,7 +343,10 @@ func (e *env) volumeOf(claim string) (*corev1.PersistentVolume, *topolvmv1.Logic
 	if err := e.c.List(e.ctx(), &lvs); err != nil {
 		e.t.Fatalf("list LogicalVolumes: %v", err)
 	}
-	i := slices.IndexFunc(lvs.Items, func(lv topolvmv1.LogicalVolume) bool { return lv.Status.VolumeID == pv.Spec.CSI.VolumeHandle })
+	i := slices.IndexFunc(
+		lvs.Items,
+		func(lv topolvmv1.LogicalVolume) bool { return lv.Status.VolumeID == pv.Spec.CSI.VolumeHandle },
+	)
 	if i < 0 {
 		e.t.Fatalf("no LogicalVolume for PV %s (handle %s)", pv.Name, pv.Spec.CSI.VolumeHandle)
 	}

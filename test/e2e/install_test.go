@@ -72,7 +72,8 @@ func TestInstalledPrivileges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: tt.user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
+			User:   tt.user,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
 				Verb: tt.verb, Group: tt.group, Resource: tt.resource, Namespace: tt.namespace,
 			},
@@ -99,7 +100,11 @@ func TestWebhookRejectsThroughAPIServer(t *testing.T) {
 	second := &lvmv1alpha1.LVMCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-second", Namespace: operatorNS},
 		Spec: lvmv1alpha1.LVMClusterSpec{Storage: lvmv1alpha1.Storage{DeviceClasses: []lvmv1alpha1.DeviceClass{
-			{Name: "other", Default: true, ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{Name: "pool", SizePercent: 90, OverprovisionRatio: 10}},
+			{
+				Name:           "other",
+				Default:        true,
+				ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{Name: "pool", SizePercent: 90, OverprovisionRatio: 10},
+			},
 		}}},
 	}
 	err := e.c.Create(e.ctx(), second)

@@ -52,14 +52,25 @@ func TestAgentRestartMidProvisioning(t *testing.T) {
 			return false, "", err
 		}
 		c := meta.FindStatusCondition(lv.Status.Conditions, topolvmv1.ConditionCreated)
-		return c != nil && c.Status == metav1.ConditionTrue && lv.Status.Code == 0, fmt.Sprintf("%+v, code %d", c, lv.Status.Code), nil
+		return c != nil && c.Status == metav1.ConditionTrue &&
+				lv.Status.Code == 0, fmt.Sprintf(
+				"%+v, code %d",
+				c,
+				lv.Status.Code,
+			), nil
 	})
 	e.lvsMatchLogicalVolumes(node)
 
-	if err := e.c.Delete(e.ctx(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: e.ns}}); err != nil {
+	if err := e.c.Delete(
+		e.ctx(),
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "user", Namespace: e.ns}},
+	); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.Delete(e.ctx(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "survivor", Namespace: e.ns}}); err != nil {
+	if err := e.c.Delete(
+		e.ctx(),
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "survivor", Namespace: e.ns}},
+	); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone(lv)
@@ -109,7 +120,13 @@ func (e *env) lvsMatchLogicalVolumes(node string) {
 		}
 	}
 	if !maps.Equal(onDisk, known) {
-		e.t.Fatalf("LVs on %s %v, LogicalVolumes there %v\nlvs:\n%s", node, slices.Sorted(maps.Keys(onDisk)), slices.Sorted(maps.Keys(known)), out)
+		e.t.Fatalf(
+			"LVs on %s %v, LogicalVolumes there %v\nlvs:\n%s",
+			node,
+			slices.Sorted(maps.Keys(onDisk)),
+			slices.Sorted(maps.Keys(known)),
+			out,
+		)
 	}
 	e.t.Logf("LVs on %s match the LogicalVolumes: %v", node, slices.Sorted(maps.Keys(onDisk)))
 }

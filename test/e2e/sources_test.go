@@ -29,7 +29,13 @@ func testClone(t *testing.T) {
 			clone := newClaim("clone-"+src, class, "1Gi")
 			clone.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: src}
 			e.create(clone)
-			e.pod("r-"+clone.Name, clone.Name, false, "", `set -e; echo "read=$(cat /data/f)"; echo clone-only > /data/f`)
+			e.pod(
+				"r-"+clone.Name,
+				clone.Name,
+				false,
+				"",
+				`set -e; echo "read=$(cat /data/f)"; echo clone-only > /data/f`,
+			)
 			reader, out := e.finished("r-" + clone.Name)
 			if !strings.Contains(out, "read=e2e-data") {
 				t.Fatalf("clone holds %q, want read=e2e-data", out)
@@ -43,8 +49,14 @@ func testClone(t *testing.T) {
 			}
 			srcPV, srcLV := e.volumeOf(src)
 			clonePV, cloneLV := e.volumeOf(clone.Name)
-			if srcPV.Spec.CSI.VolumeHandle == clonePV.Spec.CSI.VolumeHandle || cloneLV.Spec.Source != srcLV.Status.VolumeID {
-				t.Fatalf("clone LogicalVolume %s has source %q, want the source's volume %s", cloneLV.Name, cloneLV.Spec.Source, srcLV.Status.VolumeID)
+			if srcPV.Spec.CSI.VolumeHandle == clonePV.Spec.CSI.VolumeHandle ||
+				cloneLV.Spec.Source != srcLV.Status.VolumeID {
+				t.Fatalf(
+					"clone LogicalVolume %s has source %q, want the source's volume %s",
+					cloneLV.Name,
+					cloneLV.Spec.Source,
+					srcLV.Status.VolumeID,
+				)
 			}
 		})
 	}
@@ -56,8 +68,10 @@ func testGenericEphemeralVolume(t *testing.T) {
 	e := newEnv(t)
 	pod := newPod("eph", writeScript)
 	tmpl := newClaim("", thinClass, "1Gi")
-	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
-		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: tmpl.Spec}}}}}
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: tmpl.Spec}}}},
+	}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: mountPath}}
 	e.create(pod)
 	done, out := e.finished("eph")
@@ -81,7 +95,12 @@ func testGenericEphemeralVolume(t *testing.T) {
 	}
 	e.waitGone(lv)
 	if out := e.lvs(done.Spec.NodeName); lvAttr(out, pv.Spec.CSI.VolumeHandle) != "" {
-		t.Fatalf("LV %s is still on node %s after its pod was deleted:\n%s", pv.Spec.CSI.VolumeHandle, done.Spec.NodeName, out)
+		t.Fatalf(
+			"LV %s is still on node %s after its pod was deleted:\n%s",
+			pv.Spec.CSI.VolumeHandle,
+			done.Spec.NodeName,
+			out,
+		)
 	}
 }
 
@@ -92,7 +111,13 @@ func testReadWriteOncePod(t *testing.T) {
 	pvc := newClaim("single", thinClass, "1Gi")
 	pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
 	e.create(pvc)
-	e.pod("first", "single", false, "", "echo first > /data/owner && sync && echo written; while true; do sleep 1; done")
+	e.pod(
+		"first",
+		"single",
+		false,
+		"",
+		"echo first > /data/owner && sync && echo written; while true; do sleep 1; done",
+	)
 	first := e.running("first")
 	e.waitOutput("first", "written")
 	e.pod("second", "single", false, "", "cat /data/owner")
@@ -102,7 +127,11 @@ func testReadWriteOncePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	if second.Spec.NodeName != "" || second.Status.Phase != corev1.PodPending {
-		t.Fatalf("second pod of a ReadWriteOncePod claim is %s on %q while the first runs", second.Status.Phase, second.Spec.NodeName)
+		t.Fatalf(
+			"second pod of a ReadWriteOncePod claim is %s on %q while the first runs",
+			second.Status.Phase,
+			second.Spec.NodeName,
+		)
 	}
 	if err := e.c.Delete(e.ctx(), first); err != nil {
 		t.Fatal(err)
@@ -144,23 +173,26 @@ func (e *env) waitOutput(name, substr string) {
 // waitEvent waits for an event of reason about the object name whose message contains substr.
 func (e *env) waitEvent(name, reason, substr string) {
 	e.t.Helper()
-	e.waitFor(fmt.Sprintf("a %s event about %s mentioning %q", reason, name, substr), func(ctx context.Context) (bool, string, error) {
-		var events corev1.EventList
-		if err := e.c.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
-			return false, "", err
-		}
-		var seen []string
-		for _, ev := range events.Items {
-			if ev.InvolvedObject.Name != name {
-				continue
+	e.waitFor(
+		fmt.Sprintf("a %s event about %s mentioning %q", reason, name, substr),
+		func(ctx context.Context) (bool, string, error) {
+			var events corev1.EventList
+			if err := e.c.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
+				return false, "", err
 			}
-			seen = append(seen, ev.Reason+": "+ev.Message)
-			if ev.Reason == reason && strings.Contains(ev.Message, substr) {
-				return true, "", nil
+			var seen []string
+			for _, ev := range events.Items {
+				if ev.InvolvedObject.Name != name {
+					continue
+				}
+				seen = append(seen, ev.Reason+": "+ev.Message)
+				if ev.Reason == reason && strings.Contains(ev.Message, substr) {
+					return true, "", nil
+				}
 			}
-		}
-		return false, strings.Join(seen, "; "), nil
-	})
+			return false, strings.Join(seen, "; "), nil
+		},
+	)
 }
 
 // waitGone waits until obj is deleted.

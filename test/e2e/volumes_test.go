@@ -77,12 +77,26 @@ func testVolumeModes(t *testing.T) {
 		if tt.block {
 			dev := fmt.Sprintf("/dev/xvd%c", 'a'+i)
 			useClaim(pod, tt.name, "", dev)
-			script = append(script, fmt.Sprintf(`printf block-data | dd of=%[1]s conv=notrunc 2>/dev/null; echo "%[2]s read=$(head -c 10 %[1]s)"`, dev, tt.name))
+			script = append(
+				script,
+				fmt.Sprintf(
+					`printf block-data | dd of=%[1]s conv=notrunc 2>/dev/null; echo "%[2]s read=$(head -c 10 %[1]s)"`,
+					dev,
+					tt.name,
+				),
+			)
 			continue
 		}
 		dir := mountPath + "/" + tt.name
 		useClaim(pod, tt.name, dir, "")
-		script = append(script, fmt.Sprintf(`echo e2e-data > %[1]s/f; sync; echo "%[2]s read=$(cat %[1]s/f)"; awk '$2=="%[1]s"{print "%[2]s fstype="$3}' /proc/mounts`, dir, tt.name))
+		script = append(
+			script,
+			fmt.Sprintf(
+				`echo e2e-data > %[1]s/f; sync; echo "%[2]s read=$(cat %[1]s/f)"; awk '$2=="%[1]s"{print "%[2]s fstype="$3}' /proc/mounts`,
+				dir,
+				tt.name,
+			),
+		)
 	}
 	pod.Spec.Containers[0].Command = []string{"sh", "-c", strings.Join(script, "\n")}
 	e.create(pod)
@@ -104,7 +118,13 @@ func testVolumeModes(t *testing.T) {
 			pv, lv := e.volumeOf(tt.name)
 			attr := lvAttr(lvs, pv.Spec.CSI.VolumeHandle)
 			if attr == "" {
-				t.Fatalf("LV %s (LogicalVolume %s) not in lvs on %s:\n%s", pv.Spec.CSI.VolumeHandle, lv.Name, done.Spec.NodeName, lvs)
+				t.Fatalf(
+					"LV %s (LogicalVolume %s) not in lvs on %s:\n%s",
+					pv.Spec.CSI.VolumeHandle,
+					lv.Name,
+					done.Spec.NodeName,
+					lvs,
+				)
 			}
 			if thin := attr[0] == 'V'; thin != tt.thin {
 				t.Fatalf("LV %s has attr %s; thin volume wanted: %t", pv.Spec.CSI.VolumeHandle, attr, tt.thin)
@@ -134,9 +154,12 @@ func (e *env) sub(t *testing.T) *env {
 func (e *env) storageClass(name, deviceClass, fstype string) {
 	e.t.Helper()
 	sc := &storagev1.StorageClass{
-		ObjectMeta:           metav1.ObjectMeta{Name: name},
-		Provisioner:          "topolvm.io",
-		Parameters:           map[string]string{"topolvm.io/device-class": deviceClass, "csi.storage.k8s.io/fstype": fstype},
+		ObjectMeta:  metav1.ObjectMeta{Name: name},
+		Provisioner: "topolvm.io",
+		Parameters: map[string]string{
+			"topolvm.io/device-class":   deviceClass,
+			"csi.storage.k8s.io/fstype": fstype,
+		},
 		VolumeBindingMode:    new(storagev1.VolumeBindingWaitForFirstConsumer),
 		AllowVolumeExpansion: new(true),
 	}
@@ -152,7 +175,10 @@ func testExpansion(t *testing.T) {
 	e := newEnv(t)
 	classes := []string{thinClass, thickClass}
 	claimOf := func(class string) string { return "grow-" + strings.TrimPrefix(class, "lvms-") }
-	pod := newPod("grower", `prev=; while true; do cur=$(df -Pk `+mountPath+`/*-* | tail -n +2 | sed 's/^/df: /'); [ "$cur" != "$prev" ] && echo "$cur"; prev=$cur; sleep 1; done`)
+	pod := newPod(
+		"grower",
+		`prev=; while true; do cur=$(df -Pk `+mountPath+`/*-* | tail -n +2 | sed 's/^/df: /'); [ "$cur" != "$prev" ] && echo "$cur"; prev=$cur; sleep 1; done`,
+	)
 	for _, class := range classes {
 		e.claim(claimOf(class), class, "1Gi", false, "")
 		useClaim(pod, claimOf(class), mountPath+"/"+claimOf(class), "")
@@ -175,15 +201,18 @@ func testExpansion(t *testing.T) {
 		t.Run(class, func(t *testing.T) {
 			e := e.sub(t)
 			name := claimOf(class)
-			e.waitFor("PVC capacity 2Gi and df in the pod above 1.5 GiB", func(ctx context.Context) (bool, string, error) {
-				var pvc corev1.PersistentVolumeClaim
-				if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &pvc); err != nil {
-					return false, "", err
-				}
-				got := pvc.Status.Capacity[corev1.ResourceStorage]
-				kib, _ := demo.LastDFSize(linesEndingWith(e.output(pod), " "+mountPath+"/"+name))
-				return got.Cmp(two) >= 0 && kib > 3<<19, fmt.Sprintf("PVC %s, df %d KiB", got.String(), kib), nil
-			})
+			e.waitFor(
+				"PVC capacity 2Gi and df in the pod above 1.5 GiB",
+				func(ctx context.Context) (bool, string, error) {
+					var pvc corev1.PersistentVolumeClaim
+					if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &pvc); err != nil {
+						return false, "", err
+					}
+					got := pvc.Status.Capacity[corev1.ResourceStorage]
+					kib, _ := demo.LastDFSize(linesEndingWith(e.output(pod), " "+mountPath+"/"+name))
+					return got.Cmp(two) >= 0 && kib > 3<<19, fmt.Sprintf("PVC %s, df %d KiB", got.String(), kib), nil
+				},
+			)
 		})
 	}
 }
@@ -205,10 +234,15 @@ func testSnapshotRestore(t *testing.T) {
 	e.pod("writer", "src", false, "", writeScript)
 	writer, _ := e.finished("writer")
 	snap := &unstructured.Unstructured{}
-	snap.SetGroupVersionKind(schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"})
+	snap.SetGroupVersionKind(
+		schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
+	)
 	snap.SetNamespace(e.ns)
 	snap.SetName("snap")
-	snap.Object["spec"] = map[string]any{"volumeSnapshotClassName": thinClass, "source": map[string]any{"persistentVolumeClaimName": "src"}}
+	snap.Object["spec"] = map[string]any{
+		"volumeSnapshotClassName": thinClass,
+		"source":                  map[string]any{"persistentVolumeClaimName": "src"},
+	}
 	if err := e.c.Create(e.ctx(), snap); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +281,10 @@ func testDeletionRemovesLV(t *testing.T) {
 	if err := e.c.Delete(e.ctx(), pod); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.Delete(e.ctx(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: e.ns}}); err != nil {
+	if err := e.c.Delete(
+		e.ctx(),
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: e.ns}},
+	); err != nil {
 		t.Fatal(err)
 	}
 	e.waitGone(lv)

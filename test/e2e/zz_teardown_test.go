@@ -60,7 +60,10 @@ func TestLVMClusterDeletion(t *testing.T) {
 	if err := e.c.DeleteAllOf(e.ctx(), &corev1.Pod{}, client.InNamespace(e.ns)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.Delete(e.ctx(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: e.ns}}); err != nil {
+	if err := e.c.Delete(
+		e.ctx(),
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: e.ns}},
+	); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("LVMCluster e2e gone", func(ctx context.Context) (bool, string, error) {

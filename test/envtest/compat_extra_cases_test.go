@@ -28,13 +28,25 @@ func extraCases() []compatCase {
 	sixteen := func(c *lvmv1alpha1.LVMCluster) {
 		c.Spec.Storage.DeviceClasses[0].DeviceSelector = &lvmv1alpha1.DeviceSelector{Paths: devicePaths("/dev/sda")}
 		for i := 1; i < 16; i++ {
-			c.Spec.Storage.DeviceClasses = append(c.Spec.Storage.DeviceClasses, class("vg"+long(1)+string(rune('a'+i)), "", "/dev/sd"+string(rune('a'+i))))
+			c.Spec.Storage.DeviceClasses = append(
+				c.Spec.Storage.DeviceClasses,
+				class("vg"+long(1)+string(rune('a'+i)), "", "/dev/sd"+string(rune('a'+i))),
+			)
 		}
 	}
 	return []compatCase{
-		{rule: "D1", name: "device class name of 63 characters", create: []clusterOpt{dc0(func(d *lvmv1alpha1.DeviceClass) { d.Name = long(63) })}},
-		{rule: "D1", name: "device class name of 64 characters", create: []clusterOpt{dc0(func(d *lvmv1alpha1.DeviceClass) { d.Name = long(64) })},
-			by: byCRD, want: []string{"deviceClasses[0].name", "may not be more than 63"}},
+		{
+			rule:   "D1",
+			name:   "device class name of 63 characters",
+			create: []clusterOpt{dc0(func(d *lvmv1alpha1.DeviceClass) { d.Name = long(63) })},
+		},
+		{
+			rule:   "D1",
+			name:   "device class name of 64 characters",
+			create: []clusterOpt{dc0(func(d *lvmv1alpha1.DeviceClass) { d.Name = long(64) })},
+			by:     byCRD,
+			want:   []string{"deviceClasses[0].name", "may not be more than 63"},
+		},
 		{rule: "D2", name: "thin pool name with underscore", create: thinName("thin_pool_0")},
 		{rule: "D2", name: "thin pool name with + . and upper case", create: thinName("Thin.pool+1")},
 		{rule: "D2", name: "thin pool name starting with -", create: thinName("-pool"),
@@ -46,29 +58,103 @@ func extraCases() []compatCase {
 		{rule: "D2", name: "thin pool name starting with snapshot", create: thinName("snapshot0"),
 			by: byCRD, want: []string{"thinPoolConfig.name", "reserved by lvm2"}},
 		{rule: "D3", name: "16 device classes", create: []clusterOpt{sixteen}},
-		{rule: "D3", name: "17 device classes", create: []clusterOpt{sixteen, withExtraClass(class("vg17", "", "/dev/sdz"))},
-			by: byCRD, want: []string{"spec.storage.deviceClasses", "must have at most 16 items"}},
-		{rule: "D3", name: "path longer than 256 characters", create: []clusterOpt{withPaths("/dev/disk/by-id/" + long(250))},
-			by: byCRD, want: []string{"deviceSelector.paths[0]", "may not be more than 256"}},
-		{rule: "D4", name: "chunkSize not a multiple of 64Ki", create: tp(func(p *lvmv1alpha1.ThinPoolConfig) { p.ChunkSize = qty("96Ki") }),
-			by: byCRD, want: []string{"thinPoolConfig.chunkSize", "multiple of 64Ki"}},
-		{rule: "D5", name: "raid6 with 2 stripes", create: raid(lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType6, Stripes: ptr.To[int32](2)},
-			"/dev/sdb", "/dev/sdc", "/dev/sdd", "/dev/sde"), by: byCRD, want: []string{"raidConfig.stripes", "at least 3 for raid6"}},
-		{rule: "D5", name: "raid6 on five disks", create: raid(lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType6}, "/dev/sdb", "/dev/sdc", "/dev/sdd", "/dev/sde", "/dev/sdf")},
-		{rule: "D6", name: "raid10 with 3 stripes on four disks", create: raid(lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType10, Stripes: ptr.To[int32](3)},
-			"/dev/sdb", "/dev/sdc", "/dev/sdd", "/dev/sde"), by: byCRD, want: []string{"raidConfig", "needs more disks", "raid10 stripes*(mirrors+1)"}},
-		{rule: "D7", name: "stripeSize 2Ki", create: raid(lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType5, StripeSize: qty("2Ki")}, "/dev/sdb", "/dev/sdc", "/dev/sdd"),
-			by: byCRD, want: []string{"raidConfig.stripeSize", "power of two of at least 4Ki"}},
-		{rule: "D8", name: "label lvm.topolvm.io device-class", create: []clusterOpt{labels("lvm.topolvm.io/device-class", "x")},
-			by: byCRD, want: []string{"storageClassOptions.additionalLabels", "may not set a key the operator sets itself"}},
+		{
+			rule:   "D3",
+			name:   "17 device classes",
+			create: []clusterOpt{sixteen, withExtraClass(class("vg17", "", "/dev/sdz"))},
+			by:     byCRD,
+			want:   []string{"spec.storage.deviceClasses", "must have at most 16 items"},
+		},
+		{
+			rule:   "D3",
+			name:   "path longer than 256 characters",
+			create: []clusterOpt{withPaths("/dev/disk/by-id/" + long(250))},
+			by:     byCRD,
+			want:   []string{"deviceSelector.paths[0]", "may not be more than 256"},
+		},
+		{
+			rule:   "D4",
+			name:   "chunkSize not a multiple of 64Ki",
+			create: tp(func(p *lvmv1alpha1.ThinPoolConfig) { p.ChunkSize = qty("96Ki") }),
+			by:     byCRD,
+			want:   []string{"thinPoolConfig.chunkSize", "multiple of 64Ki"},
+		},
+		{
+			rule: "D5",
+			name: "raid6 with 2 stripes",
+			create: raid(
+				lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType6, Stripes: ptr.To[int32](2)},
+				"/dev/sdb",
+				"/dev/sdc",
+				"/dev/sdd",
+				"/dev/sde",
+			),
+			by:   byCRD,
+			want: []string{"raidConfig.stripes", "at least 3 for raid6"},
+		},
+		{
+			rule: "D5",
+			name: "raid6 on five disks",
+			create: raid(
+				lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType6},
+				"/dev/sdb",
+				"/dev/sdc",
+				"/dev/sdd",
+				"/dev/sde",
+				"/dev/sdf",
+			),
+		},
+		{
+			rule: "D6",
+			name: "raid10 with 3 stripes on four disks",
+			create: raid(
+				lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType10, Stripes: ptr.To[int32](3)},
+				"/dev/sdb",
+				"/dev/sdc",
+				"/dev/sdd",
+				"/dev/sde",
+			),
+			by:   byCRD,
+			want: []string{"raidConfig", "needs more disks", "raid10 stripes*(mirrors+1)"},
+		},
+		{
+			rule: "D7",
+			name: "stripeSize 2Ki",
+			create: raid(
+				lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType5, StripeSize: qty("2Ki")},
+				"/dev/sdb",
+				"/dev/sdc",
+				"/dev/sdd",
+			),
+			by:   byCRD,
+			want: []string{"raidConfig.stripeSize", "power of two of at least 4Ki"},
+		},
+		{
+			rule:   "D8",
+			name:   "label lvm.topolvm.io device-class",
+			create: []clusterOpt{labels("lvm.topolvm.io/device-class", "x")},
+			by:     byCRD,
+			want:   []string{"storageClassOptions.additionalLabels", "may not set a key the operator sets itself"},
+		},
 		{rule: "D8", name: "other lvm.topolvm.io labels", create: []clusterOpt{labels("lvm.topolvm.io/tier", "gold")}},
-		{rule: "D9", name: "same disk in classes selecting the same existing node", setup: zoneNodes,
-			create: two(class("vg1", "a", "/dev/sdb"), class("vg2", "", "/dev/sdc", "/dev/sdb")), by: byWebhook,
-			want: []string{"spec.storage.deviceClasses", "vg1 and vg2 both list /dev/sdb and both select node", "list it in one of them only"}},
+		{
+			rule:   "D9",
+			name:   "same disk in classes selecting the same existing node",
+			setup:  zoneNodes,
+			create: two(class("vg1", "a", "/dev/sdb"), class("vg2", "", "/dev/sdc", "/dev/sdb")),
+			by:     byWebhook,
+			want: []string{
+				"spec.storage.deviceClasses",
+				"vg1 and vg2 both list /dev/sdb and both select node",
+				"list it in one of them only",
+			},
+		},
 		{rule: "D9", name: "same disk in classes on disjoint nodes", setup: zoneNodes,
 			create: two(class("vg1", "a", "/dev/sdb"), class("vg2", "b", "/dev/sdb"))},
 		{rule: "D10", name: "metadataSize grown beyond 16Gi", create: tp(func(p *lvmv1alpha1.ThinPoolConfig) {
-			p.MetadataSizeCalculationPolicy, p.MetadataSize = lvmv1alpha1.MetadataSizeCalculationPolicyStatic, qty("1Gi")
+			p.MetadataSizeCalculationPolicy, p.MetadataSize = lvmv1alpha1.MetadataSizeCalculationPolicyStatic, qty(
+				"1Gi",
+			)
 		}), update: tp(func(p *lvmv1alpha1.ThinPoolConfig) { p.MetadataSize = qty("17Gi") }),
 			by: byCRD, want: []string{"thinPoolConfig.metadataSize", "must be between 2Mi and 16Gi"}},
 	}
@@ -79,7 +165,9 @@ func zoneNodes(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	for _, zone := range []string{"a", "b"} {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("node-" + zone), Labels: map[string]string{"zone": zone}}}
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: uniqueName("node-" + zone), Labels: map[string]string{"zone": zone}},
+		}
 		if err := k8s.Create(ctx, n); err != nil {
 			t.Fatalf("create node: %v", err)
 		}

@@ -46,7 +46,10 @@ func TestLogicalVolumeStatusSubresource(t *testing.T) {
 	current := resource.MustParse("1028Mi")
 	lv.Status = topolvmv1.LogicalVolumeStatus{VolumeID: "a1b2", CurrentSize: &current}
 	meta.SetStatusCondition(&lv.Status.Conditions, metav1.Condition{
-		Type: topolvmv1.ConditionCreated, Status: metav1.ConditionTrue, Reason: "Created", Message: "lvcreate succeeded",
+		Type:    topolvmv1.ConditionCreated,
+		Status:  metav1.ConditionTrue,
+		Reason:  "Created",
+		Message: "lvcreate succeeded",
 	})
 	if err := k8s.Status().Update(ctx, lv); err != nil {
 		t.Fatalf("status update: %v", err)

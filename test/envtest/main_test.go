@@ -58,7 +58,9 @@ func run(m *testing.M) int {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "webhook")}},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join("..", "..", "config", "webhook")},
+		},
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -118,7 +120,12 @@ func setUp(ctx context.Context, cfg *rest.Config, wh *envtest.WebhookInstallOpti
 	return removeWebhookConfig(ctx)
 }
 
-func startWebhookServer(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, wh *envtest.WebhookInstallOptions) error {
+func startWebhookServer(
+	ctx context.Context,
+	cfg *rest.Config,
+	scheme *runtime.Scheme,
+	wh *envtest.WebhookInstallOptions,
+) error {
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,

@@ -58,9 +58,15 @@ func setWebhook(t *testing.T, on bool) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("set webhook %v: %v", on, err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return webhooksActive(ctx, t) == on, nil
-	})
+	err = wait.PollUntilContextTimeout(
+		ctx,
+		100*time.Millisecond,
+		30*time.Second,
+		true,
+		func(ctx context.Context) (bool, error) {
+			return webhooksActive(ctx, t) == on, nil
+		},
+	)
 	warnings.take()
 	if err != nil {
 		t.Fatalf("the apiserver did not pick up webhook=%v: %v", on, err)
@@ -79,7 +85,8 @@ func webhooksActive(ctx context.Context, t *testing.T) bool {
 	validating := err != nil && strings.Contains(err.Error(), "operator namespace")
 	probe = sampleCluster(t) // lists no disks and sets no policy
 	err = k8s.Create(ctx, probe, client.DryRunAll)
-	mutating := err == nil && probe.Spec.Storage.DeviceClasses[0].DeviceDiscoveryPolicy == lvmv1alpha1.DeviceDiscoveryPolicyStatic
+	mutating := err == nil &&
+		probe.Spec.Storage.DeviceClasses[0].DeviceDiscoveryPolicy == lvmv1alpha1.DeviceDiscoveryPolicyStatic
 	return validating && mutating
 }
 

@@ -83,8 +83,14 @@ func TestSanityHost(t *testing.T) {
 	}
 	r := <-done
 	if r.res != nil {
-		t.Logf("guest timings: boot-to-command %s, command %s, total %s",
-			r.res.Boot.Round(time.Millisecond), r.res.Command.Round(time.Millisecond), r.res.Total.Round(time.Millisecond))
+		t.Logf(
+			"guest timings: boot-to-command %s, command %s, total %s",
+			r.res.Boot.Round(
+				time.Millisecond,
+			),
+			r.res.Command.Round(time.Millisecond),
+			r.res.Total.Round(time.Millisecond),
+		)
 	}
 	switch {
 	case r.err != nil:

@@ -35,11 +35,20 @@ func TestSummary(t *testing.T) {
 	if s.Ran != "Ran 55 of 103 Specs in 57.629 seconds" || s.Counts != "55 Passed | 0 Failed | 1 Pending | 47 Skipped" {
 		t.Errorf("summary lines %q, %q", s.Ran, s.Counts)
 	}
-	wantSkipped := []string{"Controller Service [Controller Server] ListVolumes should return appropriate values: ListVolumes not supported"}
+	wantSkipped := []string{
+		"Controller Service [Controller Server] ListVolumes should return appropriate values: ListVolumes not supported",
+	}
 	wantFailed := []string{"Node Service should work (failed): Expected an error"}
 	if !slices.Equal(s.Skipped, wantSkipped) || !slices.Equal(s.Failed, wantFailed) ||
 		!slices.Equal(s.Pending, []string{"ListVolumes pagination"}) {
-		t.Errorf("skipped %q, failed %q, pending %q; want %q, %q, one", s.Skipped, s.Failed, s.Pending, wantSkipped, wantFailed)
+		t.Errorf(
+			"skipped %q, failed %q, pending %q; want %q, %q, one",
+			s.Skipped,
+			s.Failed,
+			s.Pending,
+			wantSkipped,
+			wantFailed,
+		)
 	}
 	var b strings.Builder
 	if err := s.write(&b, "thick"); err != nil {

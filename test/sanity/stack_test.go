@@ -124,7 +124,11 @@ func (s *stack) createVGs(ctx context.Context, disks []string) error {
 	if err != nil {
 		return fmt.Errorf("thin VG: %w", err)
 	}
-	if err := s.lvm.CreateThinPool(ctx, vg, lvm.ThinPoolOptions{Name: thinPool, Extents: lvm.PercentOf(90, "FREE")}); err != nil {
+	if err := s.lvm.CreateThinPool(
+		ctx,
+		vg,
+		lvm.ThinPoolOptions{Name: thinPool, Extents: lvm.PercentOf(90, "FREE")},
+	); err != nil {
 		return fmt.Errorf("thin pool: %w", err)
 	}
 	return nil

@@ -22,7 +22,14 @@ func TestResize(t *testing.T) {
 		wantCode    codes.Code
 		wantReason  string
 	}{
-		{name: "thick grows", lv: newLV("a"), newSize: 2 * gib, wantSize: 2 * gib, wantExtends: 1, wantReason: ReasonResized},
+		{
+			name:        "thick grows",
+			lv:          newLV("a"),
+			newSize:     2 * gib,
+			wantSize:    2 * gib,
+			wantExtends: 1,
+			wantReason:  ReasonResized,
+		},
 		{name: "thin grows, rounded up", lv: newLV("a", class("thin")), newSize: 2*gib + 1, wantSize: 2*gib + extent,
 			wantExtends: 1, wantReason: ReasonResized},
 		{name: "an LV already large enough is not touched", lv: newLV("a", size(gib+1)), newSize: gib + 2,
@@ -89,10 +96,16 @@ func TestDelete(t *testing.T) {
 		{name: "a missing LV is removed already", lv: newLV("a", volumeID("uid-a"), withFinalizer)},
 		{name: "never created in an unknown class", lv: newLV("a", class("nope"), withFinalizer)},
 		{name: "never created in a class without its VG", lv: newLV("a", class("missing"), withFinalizer)},
-		{name: "a failed lvremove keeps the finalizer", lv: newLV("a"), create: true, wantRemoves: 1, wantFinalizer: true,
+		{
+			name:          "a failed lvremove keeps the finalizer",
+			lv:            newLV("a"),
+			create:        true,
+			wantRemoves:   1,
+			wantFinalizer: true,
 			setup: func(e *env) {
 				e.fake.FailNext("lvremove", 5, "  Logical volume vg/uid-a contains a filesystem in use.\n")
-			}},
+			},
+		},
 		{name: "a recorded LV in a class without its VG keeps the finalizer",
 			lv: newLV("a", class("missing"), volumeID("uid-a"), withFinalizer), wantFinalizer: true},
 	}

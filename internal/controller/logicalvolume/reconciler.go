@@ -130,7 +130,11 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, obj *topolvmv1.Logical
 	if !controllerutil.AddFinalizer(obj, Finalizer) {
 		return nil
 	}
-	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.client.Patch(
+		ctx,
+		obj,
+		client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}),
+	); err != nil {
 		return fmt.Errorf("add finalizer to LogicalVolume %s: %w", obj.Name, err)
 	}
 	return nil
@@ -156,13 +160,23 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		return fmt.Errorf("remove LV of LogicalVolume %s: %w", obj.Name, err)
 	}
 	if neverCreated {
-		ctrl.LoggerFrom(ctx).Info("No LV to remove: it was never recorded and its device class has no volume group here", "lv", s.name)
+		ctrl.LoggerFrom(
+			ctx,
+		).Info(
+			"No LV to remove: it was never recorded and its device class has no volume group here",
+			"lv",
+			s.name,
+		)
 	} else {
 		ctrl.LoggerFrom(ctx).Info("Removed LV", "lv", s.name)
 	}
 	base := obj.DeepCopy()
 	controllerutil.RemoveFinalizer(obj, Finalizer)
-	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.client.Patch(
+		ctx,
+		obj,
+		client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}),
+	); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("remove finalizer of LogicalVolume %s: %w", obj.Name, err))
 	}
 	return nil
@@ -238,7 +252,9 @@ func ensureSize(ctx context.Context, s *scope) error {
 func requestedSize(spec *topolvmv1.LogicalVolumeSpec) (uint64, error) {
 	n := spec.Size.Value()
 	if n <= 0 {
-		return 0, reconcile.TerminalError(fmt.Errorf("%w: spec.size %s must be positive", lvmd.ErrInvalidArgument, spec.Size.String()))
+		return 0, reconcile.TerminalError(
+			fmt.Errorf("%w: spec.size %s must be positive", lvmd.ErrInvalidArgument, spec.Size.String()),
+		)
 	}
 	return uint64(n), nil
 }

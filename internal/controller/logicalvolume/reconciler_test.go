@@ -37,8 +37,13 @@ func TestCreate(t *testing.T) {
 		{name: "thin", lv: newLV("a", class("thin")), wantSize: gib, wantArgs: []string{"--thinpool pool"}},
 		{name: "lvcreate option class", lv: newLV("a", optionClass("striped")), wantSize: gib,
 			wantArgs: []string{"--alloc anywhere"}},
-		{name: "snapshot (ro) of a thin LV", lv: newLV("snap", class("thin"), source("uid-src", topolvmv1.AccessTypeReadOnly)),
-			setup: createSource, wantSize: gib, wantArgs: []string{"-s", "uid-src", "-p r"}},
+		{
+			name:     "snapshot (ro) of a thin LV",
+			lv:       newLV("snap", class("thin"), source("uid-src", topolvmv1.AccessTypeReadOnly)),
+			setup:    createSource,
+			wantSize: gib,
+			wantArgs: []string{"-s", "uid-src", "-p r"},
+		},
 		{name: "clone (rw) of a thin LV, grown to the larger request",
 			lv:    newLV("clone", class("thin"), size(2*gib), source("uid-src", topolvmv1.AccessTypeReadWrite)),
 			setup: createSource, wantSize: 2 * gib, wantArgs: []string{"-s", "uid-src"}},
@@ -60,7 +65,10 @@ func TestCreate(t *testing.T) {
 				t.Errorf("currentSize = %d, want %d", currentSize(got), tt.wantSize)
 			}
 			checkHealthy(t, got)
-			creates := slices.DeleteFunc(e.fake.Calls(), func(c string) bool { return !strings.Contains(c, "lvcreate") })
+			creates := slices.DeleteFunc(
+				e.fake.Calls(),
+				func(c string) bool { return !strings.Contains(c, "lvcreate") },
+			)
 			if len(creates) != 1 {
 				t.Fatalf("lvcreate ran %d times, want once: %v", len(creates), e.fake.Calls())
 			}
@@ -126,8 +134,13 @@ func TestCreateFailures(t *testing.T) {
 			wantCode: codes.InvalidArgument, wantReason: ReasonInvalidArgument, wantTerminal: true},
 		{name: "volume group not there yet", lv: newLV("a", class("missing")),
 			wantCode: codes.Unavailable, wantReason: ReasonDeviceClassNotReady},
-		{name: "snapshot source not found", lv: newLV("a", class("thin"), source("uid-nope", topolvmv1.AccessTypeReadOnly)),
-			wantCode: codes.NotFound, wantReason: ReasonSourceNotFound, wantTerminal: true},
+		{
+			name:         "snapshot source not found",
+			lv:           newLV("a", class("thin"), source("uid-nope", topolvmv1.AccessTypeReadOnly)),
+			wantCode:     codes.NotFound,
+			wantReason:   ReasonSourceNotFound,
+			wantTerminal: true,
+		},
 		{name: "foreign LV of the same name", lv: newLV("a"),
 			setup:    func(e *env) { e.fake.AddLV("vg", "uid-a", uint64(gib)) },
 			wantCode: codes.FailedPrecondition, wantReason: ReasonNotOwned, wantTerminal: true},
@@ -149,14 +162,23 @@ func TestCreateFailures(t *testing.T) {
 			}
 			got := e.get(tt.lv.Name)
 			if codes.Code(got.Status.Code) != tt.wantCode || got.Status.Message == "" {
-				t.Errorf("code %v message %q, want %v with a message", codes.Code(got.Status.Code), got.Status.Message, tt.wantCode)
+				t.Errorf(
+					"code %v message %q, want %v with a message",
+					codes.Code(got.Status.Code),
+					got.Status.Message,
+					tt.wantCode,
+				)
 			}
 			c := condition(got, topolvmv1.ConditionCreated)
 			if c.Status != metav1.ConditionFalse || c.Reason != tt.wantReason || c.ObservedGeneration != 1 {
 				t.Errorf("Created = %+v, want False/%s at generation 1", c, tt.wantReason)
 			}
 			if got.Status.VolumeID != tt.lv.Status.VolumeID || got.Status.ObservedGeneration != 0 {
-				t.Errorf("volumeID %q observedGeneration %d changed by a failure", got.Status.VolumeID, got.Status.ObservedGeneration)
+				t.Errorf(
+					"volumeID %q observedGeneration %d changed by a failure",
+					got.Status.VolumeID,
+					got.Status.ObservedGeneration,
+				)
 			}
 			if n := e.fake.Count("lvcreate"); tt.wantCode != codes.Internal && n != 0 {
 				t.Errorf("lvcreate ran %d times", n)
@@ -182,9 +204,11 @@ func TestFailureClearsOnSuccess(t *testing.T) {
 func TestRestartDoesNotDuplicate(t *testing.T) {
 	f := newFakeLVM()
 	obj := newLV("a", class("thin"))
-	failStatus := &interceptor.Funcs{SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
-		return errors.New("connection lost")
-	}}
+	failStatus := &interceptor.Funcs{
+		SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+			return errors.New("connection lost")
+		},
+	}
 	first := newEnvOn(t, f, newClient(t, failStatus, obj))
 	if err := first.reconcile("a"); err == nil {
 		t.Fatal("want the status write to fail")
@@ -289,12 +313,21 @@ func TestRestartBeforeClassesLoaded(t *testing.T) {
 			got := second.get("a")
 			if deleted {
 				if err == nil || !slices.Contains(got.Finalizers, Finalizer) || f.Count("lvremove") != 0 {
-					t.Fatalf("delete before the classes were loaded: err %v, finalizers %v, lvremove %d; want an error, the finalizer kept, no lvremove",
-						err, got.Finalizers, f.Count("lvremove"))
+					t.Fatalf(
+						"delete before the classes were loaded: err %v, finalizers %v, lvremove %d; want an error, the finalizer kept, no lvremove",
+						err,
+						got.Finalizers,
+						f.Count("lvremove"),
+					)
 				}
 			} else if err != nil || res.RequeueAfter <= 0 || got.Status.Code != 0 || len(got.Status.Conditions) != 0 || f.Count("lvcreate") != 0 {
-				t.Fatalf("create before the classes were loaded: result %+v, err %v, status %+v, lvcreate %d; want a requeue and no status",
-					res, err, got.Status, f.Count("lvcreate"))
+				t.Fatalf(
+					"create before the classes were loaded: result %+v, err %v, status %+v, lvcreate %d; want a requeue and no status",
+					res,
+					err,
+					got.Status,
+					f.Count("lvcreate"),
+				)
 			}
 
 			if err := classes.Replace(testConfig()); err != nil {
@@ -313,7 +346,12 @@ func TestRestartBeforeClassesLoaded(t *testing.T) {
 			}
 			got = second.get("a")
 			if len(lvs) != 1 || f.Count("lvcreate") != 0 || got.Status.VolumeID != "uid-a" {
-				t.Fatalf("after loading: LVs %v, lvcreate %d, status %+v; want the existing LV adopted", lvs, f.Count("lvcreate"), got.Status)
+				t.Fatalf(
+					"after loading: LVs %v, lvcreate %d, status %+v; want the existing LV adopted",
+					lvs,
+					f.Count("lvcreate"),
+					got.Status,
+				)
 			}
 			checkHealthy(t, got)
 		})

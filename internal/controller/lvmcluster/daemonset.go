@@ -96,9 +96,13 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 		WithPorts(corev1ac.ContainerPort().WithName("healthz").WithContainerPort(9808)).
 		// A busy node answers slowly: 5 s per probe, and liveness only once the agent served once.
 		WithStartupProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").
-			WithPort(intstr.FromString("healthz"))).WithPeriodSeconds(5).WithTimeoutSeconds(5).WithFailureThreshold(60)).
+			WithPort(
+				intstr.FromString("healthz"),
+			)).WithPeriodSeconds(5).WithTimeoutSeconds(5).WithFailureThreshold(60)).
 		WithLivenessProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").
-			WithPort(intstr.FromString("healthz"))).WithPeriodSeconds(30).WithTimeoutSeconds(5).WithFailureThreshold(3)).
+			WithPort(
+				intstr.FromString("healthz"),
+			)).WithPeriodSeconds(30).WithTimeoutSeconds(5).WithFailureThreshold(3)).
 		WithVolumeMounts(
 			mount("csi-socket-dir", csiSocketDirInPod),
 			mount("registration-dir", registrationDir),
@@ -158,7 +162,12 @@ func controllerRef(c *lvmv1alpha1.LVMCluster) *metav1ac.OwnerReferenceApplyConfi
 }
 
 func applyNodeDaemonSet(ctx context.Context, s *scope) error {
-	if err := s.client.Apply(ctx, nodeDaemonSetFor(s.cluster, s.opts), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := s.client.Apply(
+		ctx,
+		nodeDaemonSetFor(s.cluster, s.opts),
+		client.FieldOwner(FieldOwner),
+		client.ForceOwnership,
+	); err != nil {
 		return fmt.Errorf("apply DaemonSet %s/%s: %w", s.opts.Namespace, NodeDaemonSetName, err)
 	}
 	return nil

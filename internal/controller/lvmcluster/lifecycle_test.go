@@ -92,7 +92,8 @@ func testOperands(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKey{Name: "topolvm.io"}, &d); err != nil {
 			return err
 		}
-		if ptr.Deref(d.Spec.AttachRequired, true) || !ptr.Deref(d.Spec.PodInfoOnMount, false) || !ptr.Deref(d.Spec.StorageCapacity, false) {
+		if ptr.Deref(d.Spec.AttachRequired, true) || !ptr.Deref(d.Spec.PodInfoOnMount, false) ||
+			!ptr.Deref(d.Spec.StorageCapacity, false) {
 			return fmt.Errorf("unexpected CSIDriver spec %+v", d.Spec)
 		}
 		return nil
@@ -112,7 +113,11 @@ func testOperands(t *testing.T) {
 	})
 	eventually(t, "node DaemonSet", func(ctx context.Context) error {
 		var ds appsv1.DaemonSet
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName}, &ds); err != nil {
+		if err := k8s.Get(
+			ctx,
+			client.ObjectKey{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName},
+			&ds,
+		); err != nil {
 			return err
 		}
 		pod := ds.Spec.Template.Spec
@@ -125,13 +130,17 @@ func testOperands(t *testing.T) {
 }
 
 func nodeObj(name string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+	}
 }
 
 func report(ctx context.Context, node string, st lvmv1alpha1.VGStatusType, reason string) error {
 	ns := &lvmv1alpha1.LVMVolumeGroupNodeStatus{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: operatorNamespace}}
 	_, err := controllerutilCreateOrUpdate(ctx, ns, func() {
-		ns.Spec.LiveNodeStatus = []lvmv1alpha1.VGStatus{{Name: "vg1", Status: st, Reason: reason, Devices: []string{"/dev/sdb"}}}
+		ns.Spec.LiveNodeStatus = []lvmv1alpha1.VGStatus{
+			{Name: "vg1", Status: st, Reason: reason, Devices: []string{"/dev/sdb"}},
+		}
 	})
 	return err
 }
@@ -151,7 +160,11 @@ func expectState(t *testing.T, c *lvmv1alpha1.LVMCluster, want lvmv1alpha1.LVMSt
 			return fmt.Errorf("ready=%v with state %s", got.Status.Ready, want)
 		}
 		if cond.ObservedGeneration != got.Generation {
-			return fmt.Errorf("condition observed generation %d, object generation %d", cond.ObservedGeneration, got.Generation)
+			return fmt.Errorf(
+				"condition observed generation %d, object generation %d",
+				cond.ObservedGeneration,
+				got.Generation,
+			)
 		}
 		return nil
 	})
@@ -179,10 +192,28 @@ func testStatus(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 		want         lvmv1alpha1.LVMStateType
 		msg          string
 	}{
-		{"node-a", "", lvmv1alpha1.VGStatusReady, lvmv1alpha1.LVMStatusProgressing, "node node-b, device class vg1: Progressing"},
+		{
+			"node-a",
+			"",
+			lvmv1alpha1.VGStatusReady,
+			lvmv1alpha1.LVMStatusProgressing,
+			"node node-b, device class vg1: Progressing",
+		},
 		{"node-b", "", lvmv1alpha1.VGStatusReady, lvmv1alpha1.LVMStatusReady, "2 volume group(s) Ready"},
-		{"node-b", "thin pool 95% full", lvmv1alpha1.VGStatusDegraded, lvmv1alpha1.LVMStatusDegraded, "node node-b, device class vg1: Degraded: thin pool 95% full"},
-		{"node-a", "disk /dev/sdb missing", lvmv1alpha1.VGStatusFailed, lvmv1alpha1.LVMStatusFailed, "node node-a, device class vg1: Failed: disk /dev/sdb missing"},
+		{
+			"node-b",
+			"thin pool 95% full",
+			lvmv1alpha1.VGStatusDegraded,
+			lvmv1alpha1.LVMStatusDegraded,
+			"node node-b, device class vg1: Degraded: thin pool 95% full",
+		},
+		{
+			"node-a",
+			"disk /dev/sdb missing",
+			lvmv1alpha1.VGStatusFailed,
+			lvmv1alpha1.LVMStatusFailed,
+			"node node-a, device class vg1: Failed: disk /dev/sdb missing",
+		},
 		{"node-a", "", lvmv1alpha1.VGStatusReady, lvmv1alpha1.LVMStatusDegraded, "node-b"},
 		{"node-b", "", lvmv1alpha1.VGStatusReady, lvmv1alpha1.LVMStatusReady, "Ready"},
 	}
@@ -231,7 +262,9 @@ func testDrift(t *testing.T) {
 		return nil
 	})
 	// Someone deletes the node DaemonSet.
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName}}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName},
+	}
 	var before appsv1.DaemonSet
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(ds), &before); err != nil {
 		t.Fatal(err)
@@ -286,15 +319,24 @@ func testDeviceClassRemoval(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 		})
 	}
 	update(func(cur *lvmv1alpha1.LVMCluster) {
-		cur.Spec.Storage.DeviceClasses = append(cur.Spec.Storage.DeviceClasses, lvmv1alpha1.DeviceClass{Name: "vg2", FilesystemType: lvmv1alpha1.FilesystemTypeExt4,
-			DeviceSelector: &lvmv1alpha1.DeviceSelector{Paths: []lvmv1alpha1.DevicePath{"/dev/sdc"}}})
+		cur.Spec.Storage.DeviceClasses = append(
+			cur.Spec.Storage.DeviceClasses,
+			lvmv1alpha1.DeviceClass{Name: "vg2", FilesystemType: lvmv1alpha1.FilesystemTypeExt4,
+				DeviceSelector: &lvmv1alpha1.DeviceSelector{Paths: []lvmv1alpha1.DevicePath{"/dev/sdc"}}},
+		)
 	})
 	eventually(t, "lvms-vg2 appears", func(ctx context.Context) error {
 		return k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg2"}, &storagev1.StorageClass{})
 	})
 	update(func(cur *lvmv1alpha1.LVMCluster) { cur.Spec.Storage.DeviceClasses = cur.Spec.Storage.DeviceClasses[:1] })
 	eventually(t, "lvms-vg2 and LVMVolumeGroup vg2 removed", func(ctx context.Context) error {
-		if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg2"}, &storagev1.StorageClass{}); !apierrors.IsNotFound(err) {
+		if err := k8s.Get(
+			ctx,
+			client.ObjectKey{Name: "lvms-vg2"},
+			&storagev1.StorageClass{},
+		); !apierrors.IsNotFound(
+			err,
+		) {
 			return fmt.Errorf("StorageClass lvms-vg2: %w", err)
 		}
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "vg2"}, &lvmv1alpha1.LVMVolumeGroup{})
@@ -313,7 +355,9 @@ func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 		Spec: corev1.PersistentVolumeClaimSpec{
 			StorageClassName: ptr.To("lvms-vg1"),
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			},
 		},
 	}
 	if err := k8s.Create(ctx, pvc); err != nil {
@@ -358,7 +402,9 @@ func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 		checks := []client.Object{
 			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}},
 			&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "topolvm.io"}},
-			&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName}},
+			&appsv1.DaemonSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName},
+			},
 			&lvmv1alpha1.LVMVolumeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "vg1"}},
 		}
 		for _, o := range checks {
@@ -372,7 +418,11 @@ func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 
 // controllerutilCreateOrUpdate creates obj or updates it with mutate applied (test helper for
 // playing a node agent).
-func controllerutilCreateOrUpdate(ctx context.Context, obj *lvmv1alpha1.LVMVolumeGroupNodeStatus, mutate func()) (bool, error) {
+func controllerutilCreateOrUpdate(
+	ctx context.Context,
+	obj *lvmv1alpha1.LVMVolumeGroupNodeStatus,
+	mutate func(),
+) (bool, error) {
 	err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 	if apierrors.IsNotFound(err) {
 		mutate()

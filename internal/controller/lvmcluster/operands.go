@@ -47,7 +47,12 @@ func csiDriverFor(c *lvmv1alpha1.LVMCluster) *storagev1ac.CSIDriverApplyConfigur
 }
 
 func applyCSIDriver(ctx context.Context, s *scope) error {
-	if err := s.client.Apply(ctx, csiDriverFor(s.cluster), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := s.client.Apply(
+		ctx,
+		csiDriverFor(s.cluster),
+		client.FieldOwner(FieldOwner),
+		client.ForceOwnership,
+	); err != nil {
 		return fmt.Errorf("apply CSIDriver %s: %w", DriverName, err)
 	}
 	return nil
@@ -78,7 +83,13 @@ func ownedListOptions(c *lvmv1alpha1.LVMCluster) client.MatchingLabels {
 }
 
 // deleteStale deletes the labelled operands of the list's kind whose names are not wanted.
-func deleteStale(ctx context.Context, s *scope, list client.ObjectList, wanted map[string]bool, opts ...client.ListOption) error {
+func deleteStale(
+	ctx context.Context,
+	s *scope,
+	list client.ObjectList,
+	wanted map[string]bool,
+	opts ...client.ListOption,
+) error {
 	opts = append(opts, ownedListOptions(s.cluster))
 	if err := s.client.List(ctx, list, opts...); err != nil {
 		if meta.IsNoMatchError(err) {

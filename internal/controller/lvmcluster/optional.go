@@ -14,7 +14,11 @@ import (
 // Optional APIs: written only when the API server serves them.
 var (
 	// SnapshotClassGVK is the VolumeSnapshotClass kind of the external-snapshotter CRDs.
-	SnapshotClassGVK = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotClass"}
+	SnapshotClassGVK = schema.GroupVersionKind{
+		Group:   "snapshot.storage.k8s.io",
+		Version: "v1",
+		Kind:    "VolumeSnapshotClass",
+	}
 	// SCCGVK is OpenShift's SecurityContextConstraints kind.
 	SCCGVK = schema.GroupVersionKind{Group: "security.openshift.io", Version: "v1", Kind: "SecurityContextConstraints"}
 )

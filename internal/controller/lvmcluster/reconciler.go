@@ -102,7 +102,10 @@ var errNotTheOne = errors.New("not the cluster's LVMCluster")
 func checkSingleton(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.cluster
 	if c.Namespace != s.opts.Namespace {
-		s.setFailed(ReasonDuplicateCluster, fmt.Sprintf("LVMCluster must be created in the operator namespace %q", s.opts.Namespace))
+		s.setFailed(
+			ReasonDuplicateCluster,
+			fmt.Sprintf("LVMCluster must be created in the operator namespace %q", s.opts.Namespace),
+		)
 		return ctrl.Result{}, nil
 	}
 	var list lvmv1alpha1.LVMClusterList
@@ -116,7 +119,10 @@ func checkSingleton(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return cmp.Compare(a.Name, b.Name)
 	})
 	if len(list.Items) > 0 && list.Items[0].Name != c.Name {
-		s.setFailed(ReasonDuplicateCluster, fmt.Sprintf("only one LVMCluster is supported and %q already exists: delete this one", list.Items[0].Name))
+		s.setFailed(
+			ReasonDuplicateCluster,
+			fmt.Sprintf("only one LVMCluster is supported and %q already exists: delete this one", list.Items[0].Name),
+		)
 		return ctrl.Result{}, reconcile.TerminalError(errNotTheOne)
 	}
 	return ctrl.Result{}, nil
@@ -158,7 +164,16 @@ func observeVolumeGroups(ctx context.Context, s *scope) (ctrl.Result, error) {
 		if agg.state == lvmv1alpha1.LVMStatusFailed || agg.state == lvmv1alpha1.LVMStatusDegraded {
 			typ = corev1.EventTypeWarning
 		}
-		s.recorder.Eventf(s.cluster, nil, typ, string(agg.state), "Observe", "LVMCluster is %s: %s", agg.state, agg.condition.Message)
+		s.recorder.Eventf(
+			s.cluster,
+			nil,
+			typ,
+			string(agg.state),
+			"Observe",
+			"LVMCluster is %s: %s",
+			agg.state,
+			agg.condition.Message,
+		)
 	}
 	st.DeviceClassStatuses = agg.deviceClasses
 	st.State = agg.state

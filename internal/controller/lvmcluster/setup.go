@@ -33,7 +33,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&storagev1.StorageClass{}, toAll, builder.WithPredicates(named(func(n string) bool {
 			return strings.HasPrefix(n, StorageClassPrefix)
 		}))).
-		Watches(&storagev1.CSIDriver{}, toAll, builder.WithPredicates(named(func(n string) bool { return n == DriverName }))).
+		Watches(
+			&storagev1.CSIDriver{},
+			toAll,
+			builder.WithPredicates(named(func(n string) bool { return n == DriverName })),
+		).
 		Watches(&lvmv1alpha1.LVMVolumeGroupNodeStatus{}, toAll).
 		Watches(&corev1.Node{}, toAll, builder.WithPredicates(nodeSchedulingChanged())).
 		Watches(&corev1.PersistentVolumeClaim{}, toAll, builder.WithPredicates(onOurClaims())).

@@ -70,7 +70,11 @@ type aggregation struct {
 // aggregate derives the status of every device class on every selected node from the node agents'
 // reports, and the overall state: Failed if any volume group failed, else Degraded if any is
 // degraded, else Progressing while any is not Ready or not reported, else Ready.
-func aggregate(c *lvmv1alpha1.LVMCluster, nodes []corev1.Node, reports []lvmv1alpha1.LVMVolumeGroupNodeStatus) aggregation {
+func aggregate(
+	c *lvmv1alpha1.LVMCluster,
+	nodes []corev1.Node,
+	reports []lvmv1alpha1.LVMVolumeGroupNodeStatus,
+) aggregation {
 	byNode := make(map[string]map[string]lvmv1alpha1.VGStatus, len(reports))
 	for _, r := range reports {
 		m := make(map[string]lvmv1alpha1.VGStatus, len(r.Spec.LiveNodeStatus))
@@ -89,7 +93,11 @@ func aggregate(c *lvmv1alpha1.LVMCluster, nodes []corev1.Node, reports []lvmv1al
 			total++
 			vg, ok := byNode[node][dc.Name]
 			if !ok {
-				vg = lvmv1alpha1.VGStatus{Name: dc.Name, Status: lvmv1alpha1.VGStatusProgressing, Reason: reasonWaitingForNode}
+				vg = lvmv1alpha1.VGStatus{
+					Name:   dc.Name,
+					Status: lvmv1alpha1.VGStatusProgressing,
+					Reason: reasonWaitingForNode,
+				}
 			}
 			if vg.Status == "" {
 				vg.Status = lvmv1alpha1.VGStatusProgressing

@@ -34,9 +34,11 @@ func TestSelectedNodes(t *testing.T) {
 		testNode("plain"), testNode("not-ready", notReady), testNode("gpu", gpu), testNode("soft", prefer),
 		testNode("cordoned", cordoned), testNode("zone-b", zoneB),
 	}
-	zoneA := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-		{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}},
-	}}}}
+	zoneA := &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}},
+		}}},
+	}
 	tests := []struct {
 		name        string
 		selector    *corev1.NodeSelector
@@ -45,7 +47,14 @@ func TestSelectedNodes(t *testing.T) {
 	}{
 		{"every schedulable untainted node", nil, nil, "plain,soft,zone-b"},
 		{"node selector", zoneA, nil, "plain,soft"},
-		{"tolerated taint", nil, []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}}, "gpu,plain,soft,zone-b"},
+		{
+			"tolerated taint",
+			nil,
+			[]corev1.Toleration{
+				{Key: "gpu", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+			},
+			"gpu,plain,soft,zone-b",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +86,13 @@ func TestAggregate(t *testing.T) {
 		state   lvmv1alpha1.LVMStateType
 		msg     string
 	}{
-		{"nothing reported", nodes, nil, lvmv1alpha1.LVMStatusProgressing, "node a, device class vg1: Progressing: waiting for the node agent"},
+		{
+			"nothing reported",
+			nodes,
+			nil,
+			lvmv1alpha1.LVMStatusProgressing,
+			"node a, device class vg1: Progressing: waiting for the node agent",
+		},
 		{"all ready", nodes, []lvmv1alpha1.LVMVolumeGroupNodeStatus{
 			rep("a", vg("vg1", ready, ""), vg("vg2", ready, "")), rep("b", vg("vg1", ready, ""), vg("vg2", ready, "")),
 		}, lvmv1alpha1.LVMStatusReady, "4 volume group(s) Ready"},
@@ -93,9 +108,20 @@ func TestAggregate(t *testing.T) {
 			rep("b", vg("vg1", ready, ""), vg("vg2", ready, "")),
 		}, lvmv1alpha1.LVMStatusDegraded, "node a, device class vg1: Degraded: pool full"},
 		{"no nodes", nil, nil, lvmv1alpha1.LVMStatusProgressing, "no schedulable node"},
-		{"reports of unselected nodes are ignored", nodes[:1], []lvmv1alpha1.LVMVolumeGroupNodeStatus{
-			rep("a", vg("vg1", ready, ""), vg("vg2", ready, "")), rep("gone", vg("vg1", lvmv1alpha1.VGStatusFailed, "x")),
-		}, lvmv1alpha1.LVMStatusReady, "2 volume group(s) Ready"},
+		{
+			"reports of unselected nodes are ignored",
+			nodes[:1],
+			[]lvmv1alpha1.LVMVolumeGroupNodeStatus{
+				rep(
+					"a",
+					vg("vg1", ready, ""),
+					vg("vg2", ready, ""),
+				),
+				rep("gone", vg("vg1", lvmv1alpha1.VGStatusFailed, "x")),
+			},
+			lvmv1alpha1.LVMStatusReady,
+			"2 volume group(s) Ready",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,7 +159,8 @@ func TestStorageClassDefaultAndOptions(t *testing.T) {
 	if _, ok := sc.Annotations[AnnotationDefaultStorageClass]; ok {
 		t.Error("marked default although markDefault=false")
 	}
-	if sc.Parameters[FSTypeParameter] != "ext4" || sc.Parameters[DeviceClassParameter] != "vg1" || sc.Parameters["x"] != "y" {
+	if sc.Parameters[FSTypeParameter] != "ext4" || sc.Parameters[DeviceClassParameter] != "vg1" ||
+		sc.Parameters["x"] != "y" {
 		t.Errorf("parameters %v", sc.Parameters)
 	}
 	if *sc.ReclaimPolicy != retain || sc.Labels["team"] != "a" || sc.Labels[LabelOwnerName] != "c" {
@@ -146,12 +173,17 @@ func TestStorageClassDefaultAndOptions(t *testing.T) {
 
 func TestNodeAffinityUnion(t *testing.T) {
 	sel := func(v string) *corev1.NodeSelector {
-		return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-			{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{v}},
-		}}}}
+		return &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{v}},
+			}}},
+		}
 	}
 	c := &lvmv1alpha1.LVMCluster{}
-	c.Spec.Storage.DeviceClasses = []lvmv1alpha1.DeviceClass{{Name: "a", NodeSelector: sel("a")}, {Name: "b", NodeSelector: sel("b")}}
+	c.Spec.Storage.DeviceClasses = []lvmv1alpha1.DeviceClass{
+		{Name: "a", NodeSelector: sel("a")},
+		{Name: "b", NodeSelector: sel("b")},
+	}
 	a := nodeAffinityFor(c)
 	if a == nil || len(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) != 2 {
 		t.Fatalf("want the union of two terms, got %+v", a)

@@ -16,7 +16,11 @@ import (
 
 // storageClassFor builds the StorageClass of a device class. markDefault says whether it carries the
 // default-class annotation.
-func storageClassFor(c *lvmv1alpha1.LVMCluster, dc *lvmv1alpha1.DeviceClass, markDefault bool) *storagev1ac.StorageClassApplyConfiguration {
+func storageClassFor(
+	c *lvmv1alpha1.LVMCluster,
+	dc *lvmv1alpha1.DeviceClass,
+	markDefault bool,
+) *storagev1ac.StorageClassApplyConfiguration {
 	fstype := dc.FilesystemType
 	if fstype == "" {
 		fstype = lvmv1alpha1.FilesystemTypeXFS
@@ -92,7 +96,11 @@ func applyStorageClasses(ctx context.Context, s *scope) error {
 	return deleteStale(ctx, s, &storagev1.StorageClassList{}, wantedClassNames(s.cluster))
 }
 
-func recreateIfImmutableDrifted(ctx context.Context, cl client.Client, want *storagev1ac.StorageClassApplyConfiguration) error {
+func recreateIfImmutableDrifted(
+	ctx context.Context,
+	cl client.Client,
+	want *storagev1ac.StorageClassApplyConfiguration,
+) error {
 	var have storagev1.StorageClass
 	err := cl.Get(ctx, client.ObjectKey{Name: *want.Name}, &have)
 	if apierrors.IsNotFound(err) {

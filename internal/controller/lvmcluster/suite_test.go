@@ -52,7 +52,10 @@ func run(m *testing.M) int {
 	}
 	root := filepath.Join("..", "..", "..")
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(snapshotCRDs, "config", "crd")},
+		CRDDirectoryPaths: []string{
+			filepath.Join(root, "config", "crd", "bases"),
+			filepath.Join(snapshotCRDs, "config", "crd"),
+		},
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook")}},
 	}
@@ -87,7 +90,12 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func startManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, wh *envtest.WebhookInstallOptions) error {
+func startManager(
+	ctx context.Context,
+	cfg *rest.Config,
+	scheme *runtime.Scheme,
+	wh *envtest.WebhookInstallOptions,
+) error {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logSink())))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,

@@ -11,7 +11,11 @@ import (
 )
 
 // volumeGroupFor projects a device class into the LVMVolumeGroup the node agents consume.
-func volumeGroupFor(c *lvmv1alpha1.LVMCluster, dc *lvmv1alpha1.DeviceClass, namespace string) *lvmv1alpha1ac.LVMVolumeGroupApplyConfiguration {
+func volumeGroupFor(
+	c *lvmv1alpha1.LVMCluster,
+	dc *lvmv1alpha1.DeviceClass,
+	namespace string,
+) *lvmv1alpha1ac.LVMVolumeGroupApplyConfiguration {
 	spec := lvmv1alpha1ac.LVMVolumeGroupSpec().WithDefault(dc.Default)
 	if dc.DeviceDiscoveryPolicy != "" {
 		spec.WithDeviceDiscoveryPolicy(dc.DeviceDiscoveryPolicy)

@@ -94,7 +94,11 @@ func (r *Reconciler) releaseFinalizers(ctx context.Context, node string) error {
 		if !controllerutil.RemoveFinalizer(vg, finalizer) {
 			continue
 		}
-		if err := r.client.Patch(ctx, vg, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.client.Patch(
+			ctx,
+			vg,
+			client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
+		); err != nil {
 			errs = append(errs, fmt.Errorf("release finalizer of node %s on LVMVolumeGroup %s: %w", node, vg.Name, err))
 			continue
 		}

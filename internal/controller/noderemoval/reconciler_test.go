@@ -99,20 +99,34 @@ func TestDeletedNodeReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{lvmv1alpha1.CleanupFinalizerPrefix + "stays"}
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		var got lvmv1alpha1.LVMVolumeGroup
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), &got); err != nil {
-			return false, err
-		}
-		gone := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "leaves"}, &lvmv1alpha1.LVMVolumeGroupNodeStatus{})
-		return slices.Equal(got.Finalizers, want) && apierrors.IsNotFound(gone), nil
-	})
+	err := wait.PollUntilContextTimeout(
+		ctx,
+		50*time.Millisecond,
+		20*time.Second,
+		true,
+		func(ctx context.Context) (bool, error) {
+			var got lvmv1alpha1.LVMVolumeGroup
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), &got); err != nil {
+				return false, err
+			}
+			gone := k8s.Get(
+				ctx,
+				client.ObjectKey{Namespace: ns, Name: "leaves"},
+				&lvmv1alpha1.LVMVolumeGroupNodeStatus{},
+			)
+			return slices.Equal(got.Finalizers, want) && apierrors.IsNotFound(gone), nil
+		},
+	)
 	if err != nil {
 		var got lvmv1alpha1.LVMVolumeGroup
 		_ = k8s.Get(ctx, client.ObjectKeyFromObject(vg), &got)
 		t.Fatalf("finalizers %v, want %v: %v", got.Finalizers, want, err)
 	}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stays"}, &lvmv1alpha1.LVMVolumeGroupNodeStatus{}); err != nil {
+	if err := k8s.Get(
+		ctx,
+		client.ObjectKey{Namespace: ns, Name: "stays"},
+		&lvmv1alpha1.LVMVolumeGroupNodeStatus{},
+	); err != nil {
 		t.Errorf("status of a live node was touched: %v", err)
 	}
 }

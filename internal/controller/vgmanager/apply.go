@@ -161,7 +161,13 @@ func poolActionFor(s *lvm.State, vg lvm.VG, tp *lvmv1alpha1.ThinPoolConfig, addi
 		return a, nil
 	}
 	if pool.SegType() != "thin-pool" {
-		return a, fmt.Errorf("LV %s in VG %s %w (segment type %q): rename or remove it", tp.Name, vg.Name, errNotAPool, pool.SegType())
+		return a, fmt.Errorf(
+			"LV %s in VG %s %w (segment type %q): rename or remove it",
+			tp.Name,
+			vg.Name,
+			errNotAPool,
+			pool.SegType(),
+		)
 	}
 	if vg.ExtentSize == 0 {
 		return a, nil
@@ -188,7 +194,11 @@ func poolActionFor(s *lvm.State, vg lvm.VG, tp *lvmv1alpha1.ThinPoolConfig, addi
 // thinPoolOptions builds the lvcreate options of a new pool: sizePercent of the free extents,
 // chunk size per policy (Static: chunkSize, 128Ki by default), metadata size when Static.
 func thinPoolOptions(tp *lvmv1alpha1.ThinPoolConfig) (lvm.ThinPoolOptions, error) {
-	o := lvm.ThinPoolOptions{Name: tp.Name, Extents: lvm.PercentOf(sizePercent(tp), "FREE"), MetadataSize: metadataSize(tp)}
+	o := lvm.ThinPoolOptions{
+		Name:         tp.Name,
+		Extents:      lvm.PercentOf(sizePercent(tp), "FREE"),
+		MetadataSize: metadataSize(tp),
+	}
 	if tp.ChunkSizeCalculationPolicy != lvmv1alpha1.ChunkSizeCalculationPolicyHost {
 		q := resourceQuantity(tp.ChunkSize, lvmv1alpha1.DefaultChunkSize)
 		v, ok := q.AsInt64()

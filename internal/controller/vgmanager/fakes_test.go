@@ -71,7 +71,13 @@ func (f *fakeLVM) addLV(vg, name, seg string, n uint64) error {
 
 func (f *fakeLVM) alloc(vg string, n uint64) ([]string, error) {
 	if f.free(vg) < n {
-		return nil, fmt.Errorf("%w: VG %s has %d free extents, %d required", lvm.ErrInsufficientSpace, vg, f.free(vg), n)
+		return nil, fmt.Errorf(
+			"%w: VG %s has %d free extents, %d required",
+			lvm.ErrInsufficientSpace,
+			vg,
+			f.free(vg),
+			n,
+		)
 	}
 	var on []string
 	for _, pv := range f.pvs {
@@ -138,7 +144,10 @@ func (f *fakeLVM) State(_ context.Context, only ...string) (*lvm.State, error) {
 		if len(only) > 0 && !slices.Contains(only, pv.vg) {
 			continue
 		}
-		s.PVs = append(s.PVs, lvm.PV{Name: pv.name, VGName: pv.vg, Size: pv.extents * extent, Free: (pv.extents - pv.used) * extent})
+		s.PVs = append(
+			s.PVs,
+			lvm.PV{Name: pv.name, VGName: pv.vg, Size: pv.extents * extent, Free: (pv.extents - pv.used) * extent},
+		)
 	}
 	for _, lv := range f.lvs {
 		if len(only) > 0 && !slices.Contains(only, lv.vg) {
@@ -240,7 +249,14 @@ func (f *fakeLVM) RemovePV(_ context.Context, pv lvm.PV) error {
 func (f *fakeLVM) CreateThinPool(_ context.Context, vg lvm.VG, o lvm.ThinPoolOptions) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record("lvcreate thin-pool %s/%s -l %s -c %d --poolmetadatasize %d", vg.Name, o.Name, o.Extents, o.ChunkSize, o.MetadataSize)
+	f.record(
+		"lvcreate thin-pool %s/%s -l %s -c %d --poolmetadatasize %d",
+		vg.Name,
+		o.Name,
+		o.Extents,
+		o.ChunkSize,
+		o.MetadataSize,
+	)
 	if err := f.owned(vg); err != nil {
 		return err
 	}
@@ -256,7 +272,13 @@ func (f *fakeLVM) CreateThinPool(_ context.Context, vg lvm.VG, o lvm.ThinPoolOpt
 	metaExt := (meta + extent - 1) / extent
 	share := pct * f.free(vg.Name) / 100
 	if share <= 2*metaExt {
-		return fmt.Errorf("%w: VG %s: %d%% of the free extents cannot hold 2 × %d metadata extents", lvm.ErrInsufficientSpace, vg.Name, pct, metaExt)
+		return fmt.Errorf(
+			"%w: VG %s: %d%% of the free extents cannot hold 2 × %d metadata extents",
+			lvm.ErrInsufficientSpace,
+			vg.Name,
+			pct,
+			metaExt,
+		)
 	}
 	n := share - 2*metaExt
 	if err := f.addLV(vg.Name, o.Name, "thin-pool", n); err != nil {

@@ -43,7 +43,10 @@ type visibleDisks struct {
 
 func (v *visibleDisks) Plan(ctx context.Context, p devices.Policy) ([]devices.Verdict, error) {
 	all, err := v.host.Plan(ctx, p)
-	return slices.DeleteFunc(all, func(x devices.Verdict) bool { return !slices.Contains(v.visible, x.Device.Name) }), err
+	return slices.DeleteFunc(
+		all,
+		func(x devices.Verdict) bool { return !slices.Contains(v.visible, x.Device.Name) },
+	), err
 }
 
 func (v *visibleDisks) Wipe(ctx context.Context, dev string, opt devices.WipeOptIn) error {
@@ -143,8 +146,19 @@ func (g *guest) assertPoolShare(vgName, pool string, pct uint64) {
 	// lvm2's -l <pct>%FREE covers data, metadata and the metadata spare; so does the re-extend.
 	data, meta := lv.Size/vg.ExtentSize, (lv.MetadataSize+vg.ExtentSize-1)/vg.ExtentSize
 	got, want := data+2*meta, pct*vg.ExtentCount/100
-	g.t.Logf("VG %s: %d extents of %d bytes; pool %s: %d data + %d metadata (+ %d spare) = %d extents, %d%% of the VG = %d",
-		vgName, vg.ExtentCount, vg.ExtentSize, pool, data, meta, meta, got, pct, want)
+	g.t.Logf(
+		"VG %s: %d extents of %d bytes; pool %s: %d data + %d metadata (+ %d spare) = %d extents, %d%% of the VG = %d",
+		vgName,
+		vg.ExtentCount,
+		vg.ExtentSize,
+		pool,
+		data,
+		meta,
+		meta,
+		got,
+		pct,
+		want,
+	)
 	if got+1 < want || got > want+1 {
 		g.t.Fatalf("thin pool takes %d extents, want %d%% of %d = %d (±1)", got, pct, vg.ExtentCount, want)
 	}
@@ -269,13 +283,17 @@ func TestGuestForceWipeOnce(t *testing.T) {
 	spec := lvmv1alpha1.LVMVolumeGroupSpec{
 		DeviceDiscoveryPolicy: lvmv1alpha1.DeviceDiscoveryPolicyDynamic,
 		DeviceSelector: &lvmv1alpha1.DeviceSelector{
-			Paths:                             []lvmv1alpha1.DevicePath{lvmv1alpha1.DevicePath(blank), lvmv1alpha1.DevicePath(withFS)},
+			Paths: []lvmv1alpha1.DevicePath{
+				lvmv1alpha1.DevicePath(blank),
+				lvmv1alpha1.DevicePath(withFS),
+			},
 			ForceWipeDevicesAndDestroyAllData: ptr.To(true),
 		},
 	}
 	in := vgmanager.Input{Name: vg, Spec: spec, NodeName: "guest"}
 	out := g.reconcile(in)
-	if !out.Wiped || out.Status.Status != lvmv1alpha1.VGStatusReady || !sortedEqual(out.Status.Devices, []string{blank, withFS}) {
+	if !out.Wiped || out.Status.Status != lvmv1alpha1.VGStatusReady ||
+		!sortedEqual(out.Status.Devices, []string{blank, withFS}) {
 		t.Fatalf("first reconcile: wiped=%t %+v", out.Wiped, out.Status)
 	}
 	if sig := g.blkid(withFS); sig != "LVM2_member" {
@@ -313,7 +331,10 @@ func TestGuestDryRunChangesNothing(t *testing.T) {
 	g.sh("mkfs.ext4", "-q", "-F", withFS)
 	spec := lvmv1alpha1.LVMVolumeGroupSpec{
 		DeviceSelector: &lvmv1alpha1.DeviceSelector{
-			Paths:                             []lvmv1alpha1.DevicePath{lvmv1alpha1.DevicePath(blank), lvmv1alpha1.DevicePath(withFS)},
+			Paths: []lvmv1alpha1.DevicePath{
+				lvmv1alpha1.DevicePath(blank),
+				lvmv1alpha1.DevicePath(withFS),
+			},
 			ForceWipeDevicesAndDestroyAllData: ptr.To(true),
 		},
 		ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{Name: "tp", SizePercent: 90, OverprovisionRatio: 10},

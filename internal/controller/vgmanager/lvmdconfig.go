@@ -40,7 +40,10 @@ func LVMDConfig(vgs []lvmv1alpha1.LVMVolumeGroup, s *lvm.State) (*lvmd.Config, e
 				continue
 			}
 			dc.Type = lvmd.TypeThin
-			dc.ThinPool = &lvmd.ThinPoolConfig{Name: tp.Name, OverprovisionRatio: float64(max(tp.OverprovisionRatio, 1))}
+			dc.ThinPool = &lvmd.ThinPoolConfig{
+				Name:               tp.Name,
+				OverprovisionRatio: float64(max(tp.OverprovisionRatio, 1)),
+			}
 		} else {
 			spare := uint64(thickSpareGB)
 			dc.Type, dc.SpareGB = lvmd.TypeThick, &spare

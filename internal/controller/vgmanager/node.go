@@ -116,7 +116,14 @@ func (m *NodeManager) Reconcile(ctx context.Context, in Input, hooks Hooks) (Out
 		out.Wiped = true
 		if hooks.AfterWipe != nil {
 			if err := hooks.AfterWipe(ctx); err != nil {
-				return Outcome{Status: failedStatus(in.Name, p, err), Wiped: true}, fmt.Errorf("after wiping for VG %s: %w", in.Name, err)
+				return Outcome{
+						Status: failedStatus(in.Name, p, err),
+						Wiped:  true,
+					}, fmt.Errorf(
+						"after wiping for VG %s: %w",
+						in.Name,
+						err,
+					)
 			}
 		}
 		// The wiped disks look different now: inventory again, as already wiped.
@@ -158,7 +165,12 @@ var ErrDryRun = errors.New("dry-run: nothing was changed on disk")
 // @lvms tag (a foreign VG of that name is left alone and reported as done). done is true when
 // nothing of the volume group is left. In dryRun it changes nothing and returns ErrDryRun saying
 // what it would remove.
-func (m *NodeManager) Teardown(ctx context.Context, name string, spec lvmv1alpha1.LVMVolumeGroupSpec, dryRun bool) (bool, error) {
+func (m *NodeManager) Teardown(
+	ctx context.Context,
+	name string,
+	spec lvmv1alpha1.LVMVolumeGroupSpec,
+	dryRun bool,
+) (bool, error) {
 	s, err := m.lvm.State(ctx)
 	if err != nil {
 		return false, fmt.Errorf("tear down VG %s: %w", name, err)
@@ -178,7 +190,12 @@ func (m *NodeManager) Teardown(ctx context.Context, name string, spec lvmv1alpha
 		}
 	}
 	if len(others) > 0 {
-		return false, fmt.Errorf("tear down VG %s: %w: %s (delete their PVCs first)", name, ErrVolumesExist, strings.Join(others, ", "))
+		return false, fmt.Errorf(
+			"tear down VG %s: %w: %s (delete their PVCs first)",
+			name,
+			ErrVolumesExist,
+			strings.Join(others, ", "),
+		)
 	}
 	pvs := s.PVsOf(name)
 	if dryRun {

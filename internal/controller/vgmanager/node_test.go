@@ -19,7 +19,10 @@ import (
 // thinSpec is the sample device class: thin pool at 90%, overprovisioned 10 times.
 func thinSpec(policy lvmv1alpha1.DeviceDiscoveryPolicy) lvmv1alpha1.LVMVolumeGroupSpec {
 	return lvmv1alpha1.LVMVolumeGroupSpec{DeviceDiscoveryPolicy: policy, ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{
-		Name: "tp", SizePercent: 90, OverprovisionRatio: 10, ChunkSizeCalculationPolicy: lvmv1alpha1.ChunkSizeCalculationPolicyStatic,
+		Name:                       "tp",
+		SizePercent:                90,
+		OverprovisionRatio:         10,
+		ChunkSizeCalculationPolicy: lvmv1alpha1.ChunkSizeCalculationPolicyStatic,
 	}}
 }
 
@@ -83,7 +86,10 @@ func TestSampleClassOnTwoBlankDisksAndOneWithAFilesystem(t *testing.T) {
 	if r := excluded(out.Status, "/dev/sdd"); r != "has a filesystem signature: ext4" {
 		t.Errorf("/dev/sdd excluded with %q", r)
 	}
-	want := []string{"vgcreate vg1 /dev/sdb /dev/sdc", "lvcreate thin-pool vg1/tp -l 90%FREE -c 131072 --poolmetadatasize 0"}
+	want := []string{
+		"vgcreate vg1 /dev/sdb /dev/sdc",
+		"lvcreate thin-pool vg1/tp -l 90%FREE -c 131072 --poolmetadatasize 0",
+	}
 	if got := n.modifications(); !slices.Equal(got, want) {
 		t.Errorf("changes:\n got %q\nwant %q", got, want)
 	}
@@ -95,7 +101,10 @@ func TestSampleClassOnTwoBlankDisksAndOneWithAFilesystem(t *testing.T) {
 	}
 	// A second pass changes nothing.
 	n.lvm.changes = nil
-	if out := n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)}); out.Status.Status != lvmv1alpha1.VGStatusReady {
+	if out := n.reconcile(
+		t,
+		vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)},
+	); out.Status.Status != lvmv1alpha1.VGStatusReady {
 		t.Fatalf("second pass: %+v", out.Status)
 	}
 	if got := n.modifications(); len(got) != 0 {
@@ -105,7 +114,9 @@ func TestSampleClassOnTwoBlankDisksAndOneWithAFilesystem(t *testing.T) {
 
 func TestDiscoveryPolicy(t *testing.T) {
 	optional := func(spec lvmv1alpha1.LVMVolumeGroupSpec) lvmv1alpha1.LVMVolumeGroupSpec {
-		spec.DeviceSelector = &lvmv1alpha1.DeviceSelector{OptionalPaths: []lvmv1alpha1.DevicePath{"/dev/sdb", "/dev/sdc"}}
+		spec.DeviceSelector = &lvmv1alpha1.DeviceSelector{
+			OptionalPaths: []lvmv1alpha1.DevicePath{"/dev/sdb", "/dev/sdc"},
+		}
 		return spec
 	}
 	raid := optional(lvmv1alpha1.LVMVolumeGroupSpec{DeviceDiscoveryPolicy: lvmv1alpha1.DeviceDiscoveryPolicyDynamic,
@@ -127,8 +138,13 @@ func TestDiscoveryPolicy(t *testing.T) {
 			wantDevices: []string{"/dev/sdb", "/dev/sdc"}, wantChanges: grown, wantGrow: true},
 		{name: "Static", spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyStatic),
 			wantDevices: []string{"/dev/sdb"}, wantExclude: static},
-		{name: "Static with listed disks: the list decides", spec: optional(thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyStatic)),
-			wantDevices: []string{"/dev/sdb", "/dev/sdc"}, wantChanges: grown, wantGrow: true},
+		{
+			name:        "Static with listed disks: the list decides",
+			spec:        optional(thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyStatic)),
+			wantDevices: []string{"/dev/sdb", "/dev/sdc"},
+			wantChanges: grown,
+			wantGrow:    true,
+		},
 		{name: "RAID keeps its disks", spec: raid, wantDevices: []string{"/dev/sdb"},
 			wantExclude: "not added: a RAID device class keeps the disks it was created with"},
 	}
@@ -177,9 +193,19 @@ func TestTripleWipeOptIn(t *testing.T) {
 			wantWiped: []string{"/dev/sdc"}, wantStep: true, wantStatus: lvmv1alpha1.VGStatusReady},
 		{name: "no paths", force: ptr.To(true), wantStatus: lvmv1alpha1.VGStatusReady},
 		{name: "force unset", paths: []string{"/dev/sdb", "/dev/sdc"}, wantStatus: lvmv1alpha1.VGStatusFailed},
-		{name: "force false", paths: []string{"/dev/sdb", "/dev/sdc"}, force: ptr.To(false), wantStatus: lvmv1alpha1.VGStatusFailed},
-		{name: "already wiped on this node", paths: []string{"/dev/sdb", "/dev/sdc"}, force: ptr.To(true), alreadyWiped: true,
-			wantStatus: lvmv1alpha1.VGStatusFailed},
+		{
+			name:       "force false",
+			paths:      []string{"/dev/sdb", "/dev/sdc"},
+			force:      ptr.To(false),
+			wantStatus: lvmv1alpha1.VGStatusFailed,
+		},
+		{
+			name:         "already wiped on this node",
+			paths:        []string{"/dev/sdb", "/dev/sdc"},
+			force:        ptr.To(true),
+			alreadyWiped: true,
+			wantStatus:   lvmv1alpha1.VGStatusFailed,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,7 +226,11 @@ func TestTripleWipeOptIn(t *testing.T) {
 			}
 			if tt.wantStatus == lvmv1alpha1.VGStatusFailed {
 				if !strings.Contains(out.Status.Reason, "/dev/sdc") || len(n.modifications()) != 0 {
-					t.Errorf("a required unusable disk must fail without changes: %q, %q", out.Status.Reason, n.modifications())
+					t.Errorf(
+						"a required unusable disk must fail without changes: %q, %q",
+						out.Status.Reason,
+						n.modifications(),
+					)
 				}
 			}
 		})
@@ -279,8 +309,12 @@ func TestDeviceRemoval(t *testing.T) {
 	}{
 		{name: "empty PV is removed", keep: []string{"/dev/sdb"}, wantStatus: lvmv1alpha1.VGStatusReady,
 			wantChanges: []string{"vgreduce vg1 /dev/sdc", "pvremove /dev/sdc"}},
-		{name: "PV holding data is refused", keep: []string{"/dev/sdc"}, wantStatus: lvmv1alpha1.VGStatusDegraded,
-			wantReason: "refusing to remove /dev/sdb from volume group vg1: it holds 209715200 bytes of logical volume data that would be lost"},
+		{
+			name:       "PV holding data is refused",
+			keep:       []string{"/dev/sdc"},
+			wantStatus: lvmv1alpha1.VGStatusDegraded,
+			wantReason: "refusing to remove /dev/sdb from volume group vg1: it holds 209715200 bytes of logical volume data that would be lost",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,7 +323,10 @@ func TestDeviceRemoval(t *testing.T) {
 			if err := n.lvm.addLV("vg1", "data", "linear", 50); err != nil { // on /dev/sdb
 				t.Fatal(err)
 			}
-			out := n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: withPaths(lvmv1alpha1.LVMVolumeGroupSpec{}, nil, tt.keep...)})
+			out := n.reconcile(
+				t,
+				vgmanager.Input{Name: "vg1", Spec: withPaths(lvmv1alpha1.LVMVolumeGroupSpec{}, nil, tt.keep...)},
+			)
 			if got := n.modifications(); !slices.Equal(got, tt.wantChanges) {
 				t.Errorf("changes %q, want %q", got, tt.wantChanges)
 			}
@@ -322,7 +359,10 @@ func TestExistingVolumeGroups(t *testing.T) {
 			if err := n.lvm.addLV("vg1", "tp", "thin-pool", 921); err != nil {
 				t.Fatal(err)
 			}
-			out := n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)})
+			out := n.reconcile(
+				t,
+				vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)},
+			)
 			if got := n.modifications(); len(got) != 0 {
 				t.Errorf("changes %q, want none", got)
 			}
@@ -375,9 +415,13 @@ func TestMissingDevices(t *testing.T) {
 	}{
 		{name: "required path missing", spec: withPaths(lvmv1alpha1.LVMVolumeGroupSpec{}, nil, "/dev/sdb", "/dev/sdz"),
 			disks: []string{"/dev/sdb"}, wantReason: "deviceSelector.paths not found on node node-a: /dev/sdz"},
-		{name: "no optional path exists", spec: lvmv1alpha1.LVMVolumeGroupSpec{DeviceSelector: &lvmv1alpha1.DeviceSelector{
-			OptionalPaths: []lvmv1alpha1.DevicePath{"/dev/sdy", "/dev/sdz"}}},
-			disks: []string{"/dev/sdb"}, wantReason: "none of the devices in deviceSelector exist on node node-a"},
+		{
+			name: "no optional path exists",
+			spec: lvmv1alpha1.LVMVolumeGroupSpec{DeviceSelector: &lvmv1alpha1.DeviceSelector{
+				OptionalPaths: []lvmv1alpha1.DevicePath{"/dev/sdy", "/dev/sdz"}}},
+			disks:      []string{"/dev/sdb"},
+			wantReason: "none of the devices in deviceSelector exist on node node-a",
+		},
 		{name: "no usable disk", disks: []string{}, wantReason: "no usable devices found on node node-a"},
 	}
 	for _, tt := range tests {
@@ -409,7 +453,12 @@ func TestTeardown(t *testing.T) {
 	}{
 		{name: "removes pool, VG and PV labels", tags: []string{lvm.Tag}, wantDone: true,
 			wantChanges: []string{"lvremove vg1/tp", "vgremove vg1", "pvremove /dev/sdb", "pvremove /dev/sdc"}},
-		{name: "refused while a volume exists", tags: []string{lvm.Tag}, userLV: true, wantErr: vgmanager.ErrVolumesExist},
+		{
+			name:    "refused while a volume exists",
+			tags:    []string{lvm.Tag},
+			userLV:  true,
+			wantErr: vgmanager.ErrVolumesExist,
+		},
 		{name: "dry-run", tags: []string{lvm.Tag}, dryRun: true, wantErr: vgmanager.ErrDryRun},
 		{name: "foreign VG is left alone", wantDone: true},
 	}

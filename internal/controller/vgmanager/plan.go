@@ -50,8 +50,13 @@ func (m *NodeManager) plan(ctx context.Context, in Input) (*plan, error) {
 	p := &plan{in: in, state: s}
 	if vg, ok := s.VG(in.Name); ok {
 		if !vg.Owned() {
-			p.failure = fmt.Sprintf("a volume group named %s exists on node %s without the @%s tag: it is not managed by lvms "+
-				"and will not be touched; rename or remove it, or use another device class name", in.Name, in.NodeName, lvm.Tag)
+			p.failure = fmt.Sprintf(
+				"a volume group named %s exists on node %s without the @%s tag: it is not managed by lvms "+
+					"and will not be touched; rename or remove it, or use another device class name",
+				in.Name,
+				in.NodeName,
+				lvm.Tag,
+			)
 			return p, nil
 		}
 		p.vg = &vg
@@ -166,7 +171,9 @@ func (p *plan) planWipe() {
 // planDevices decides which usable disks join the VG and checks the required paths.
 func (p *plan) planDevices(missing []string) {
 	if len(missing) > 0 {
-		p.failOrDegrade(fmt.Sprintf("deviceSelector.paths not found on node %s: %s", p.in.NodeName, strings.Join(missing, ", ")))
+		p.failOrDegrade(
+			fmt.Sprintf("deviceSelector.paths not found on node %s: %s", p.in.NodeName, strings.Join(missing, ", ")),
+		)
 		if p.failure != "" {
 			return
 		}
@@ -177,7 +184,13 @@ func (p *plan) planDevices(missing []string) {
 		case p.inVG(d) || slices.Contains(p.wipe, d.Name):
 		case !v.Usable():
 			if p.required(d) {
-				p.failOrDegrade(fmt.Sprintf("device %s of deviceSelector.paths cannot be used: %s", d.Name, strings.Join(v.Reasons, "; ")))
+				p.failOrDegrade(
+					fmt.Sprintf(
+						"device %s of deviceSelector.paths cannot be used: %s",
+						d.Name,
+						strings.Join(v.Reasons, "; "),
+					),
+				)
 			}
 		case p.vg != nil && p.static() != "":
 			p.notAdded = append(p.notAdded, d.Name)
@@ -214,12 +227,18 @@ func (p *plan) planRemovals() {
 		}
 		switch {
 		case pv.Size > pv.Free:
-			p.problems = append(p.problems, fmt.Sprintf("refusing to remove %s from volume group %s: it holds %d bytes of "+
-				"logical volume data that would be lost; move or delete the volumes on it, or put it back into deviceSelector",
-				pv.Name, p.in.Name, pv.Size-pv.Free))
+			p.problems = append(
+				p.problems,
+				fmt.Sprintf("refusing to remove %s from volume group %s: it holds %d bytes of "+
+					"logical volume data that would be lost; move or delete the volumes on it, or put it back into deviceSelector",
+					pv.Name, p.in.Name, pv.Size-pv.Free),
+			)
 		case len(p.remove)+1 >= len(pvs):
-			p.problems = append(p.problems, fmt.Sprintf("refusing to remove %s: it is the last disk of volume group %s; "+
-				"delete the device class instead", pv.Name, p.in.Name))
+			p.problems = append(
+				p.problems,
+				fmt.Sprintf("refusing to remove %s: it is the last disk of volume group %s; "+
+					"delete the device class instead", pv.Name, p.in.Name),
+			)
 		default:
 			p.remove = append(p.remove, pv.Name)
 		}
@@ -259,7 +278,10 @@ func (p *plan) planPool() {
 func (p *plan) changes() []string {
 	var out []string
 	if len(p.wipe) > 0 {
-		out = append(out, fmt.Sprintf("wipe %s (deviceSelector.forceWipeDevicesAndDestroyAllData)", strings.Join(p.wipe, ", ")))
+		out = append(
+			out,
+			fmt.Sprintf("wipe %s (deviceSelector.forceWipeDevicesAndDestroyAllData)", strings.Join(p.wipe, ", ")),
+		)
 	} else if p.wipeStep {
 		out = append(out, "record the one-time wipe of node "+p.in.NodeName+" (no selected disk needs wiping)")
 	}
@@ -330,7 +352,10 @@ func (p *plan) excluded() []lvmv1alpha1.ExcludedDevice {
 			if slices.Contains(p.wipe, name) {
 				reasons = append(reasons, "will be wiped (deviceSelector.forceWipeDevicesAndDestroyAllData)")
 			} else if p.in.AlreadyWiped && p.selected(v.Device) {
-				reasons = append(reasons, "not wiped: node "+p.in.NodeName+" already wiped its disks once for this device class")
+				reasons = append(
+					reasons,
+					"not wiped: node "+p.in.NodeName+" already wiped its disks once for this device class",
+				)
 			}
 			out = append(out, lvmv1alpha1.ExcludedDevice{Name: name, Reasons: reasons})
 		}

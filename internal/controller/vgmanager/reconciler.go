@@ -156,7 +156,11 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	if !controllerutil.AddFinalizer(s.vg, Finalizer(r.nodeName)) {
 		return ctrl.Result{}, nil
 	}
-	if err := r.client.Patch(ctx, s.vg, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.client.Patch(
+		ctx,
+		s.vg,
+		client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
+	); err != nil {
 		return ctrl.Result{}, fmt.Errorf("add finalizer to LVMVolumeGroup %s: %w", s.vg.Name, err)
 	}
 	return ctrl.Result{}, nil
@@ -168,8 +172,14 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	if !s.tornDown || !controllerutil.RemoveFinalizer(s.vg, Finalizer(r.nodeName)) {
 		return ctrl.Result{}, nil
 	}
-	if err := r.client.Patch(ctx, s.vg, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("remove finalizer from LVMVolumeGroup %s: %w", s.vg.Name, err))
+	if err := r.client.Patch(
+		ctx,
+		s.vg,
+		client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
+	); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(
+			fmt.Errorf("remove finalizer from LVMVolumeGroup %s: %w", s.vg.Name, err),
+		)
 	}
 	return ctrl.Result{}, nil
 }
@@ -187,7 +197,9 @@ func (r *Reconciler) readDryRun(ctx context.Context, s *scope) (ctrl.Result, err
 	}
 	cluster := &lvmv1alpha1.LVMCluster{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: s.vg.Namespace, Name: ref.Name}, cluster); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("get LVMCluster %s for the dry-run annotation: %w", ref.Name, err))
+		return ctrl.Result{}, client.IgnoreNotFound(
+			fmt.Errorf("get LVMCluster %s for the dry-run annotation: %w", ref.Name, err),
+		)
 	}
 	s.dryRun = cluster.Annotations[DryRunAnnotation] == "true"
 	return ctrl.Result{}, nil
@@ -201,7 +213,16 @@ func (r *Reconciler) reconcileVG(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	hooks := Hooks{
 		BeforeChange: func(ctx context.Context, st lvmv1alpha1.VGStatus) error {
-			r.recorder.Eventf(s.vg, nil, corev1.EventTypeNormal, EventVolumeGroup, "Reconcile", "node %s: %s", r.nodeName, st.Reason)
+			r.recorder.Eventf(
+				s.vg,
+				nil,
+				corev1.EventTypeNormal,
+				EventVolumeGroup,
+				"Reconcile",
+				"node %s: %s",
+				r.nodeName,
+				st.Reason,
+			)
 			return r.applyStatus(ctx, s.vg.Name, st)
 		},
 		AfterWipe: func(ctx context.Context) error { return r.markWiped(ctx, s) },
@@ -238,14 +259,31 @@ func (r *Reconciler) markWiped(ctx context.Context, s *scope) error {
 func (r *Reconciler) teardown(ctx context.Context, s *scope) (ctrl.Result, error) {
 	done, err := r.nodes.Teardown(ctx, s.vg.Name, s.vg.Spec, s.dryRun)
 	if errors.Is(err, ErrDryRun) {
-		st := lvmv1alpha1.VGStatus{Name: s.vg.Name, Status: lvmv1alpha1.VGStatusProgressing, Reason: "deletion: " + err.Error()}
+		st := lvmv1alpha1.VGStatus{
+			Name:   s.vg.Name,
+			Status: lvmv1alpha1.VGStatusProgressing,
+			Reason: "deletion: " + err.Error(),
+		}
 		s.status = &st
 		return ctrl.Result{}, r.feedLVMD(ctx, s.node) // the LVMCluster watch brings us back when dry-run ends
 	}
 	if errors.Is(err, ErrVolumesExist) {
-		st := lvmv1alpha1.VGStatus{Name: s.vg.Name, Status: lvmv1alpha1.VGStatusDegraded, Reason: "deletion blocked: " + err.Error()}
+		st := lvmv1alpha1.VGStatus{
+			Name:   s.vg.Name,
+			Status: lvmv1alpha1.VGStatusDegraded,
+			Reason: "deletion blocked: " + err.Error(),
+		}
 		s.status = &st
-		r.recorder.Eventf(s.vg, nil, corev1.EventTypeWarning, EventDeletionBlocked, "Delete", "node %s: %v", r.nodeName, err)
+		r.recorder.Eventf(
+			s.vg,
+			nil,
+			corev1.EventTypeWarning,
+			EventDeletionBlocked,
+			"Delete",
+			"node %s: %v",
+			r.nodeName,
+			err,
+		)
 		// The volumes go away through lvmd, not through an event on this object: look again later.
 		return ctrl.Result{RequeueAfter: r.interval}, r.feedLVMD(ctx, s.node)
 	}

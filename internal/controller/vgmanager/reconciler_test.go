@@ -76,8 +76,10 @@ func spec(s lvmv1alpha1.LVMVolumeGroupSpec) vgOption {
 
 func ownedBy(c *lvmv1alpha1.LVMCluster) vgOption {
 	return func(vg *lvmv1alpha1.LVMVolumeGroup) {
-		vg.OwnerReferences = []metav1.OwnerReference{{APIVersion: lvmv1alpha1.SchemeGroupVersion.String(), Kind: "LVMCluster",
-			Name: c.Name, UID: c.UID, Controller: ptr.To(true)}}
+		vg.OwnerReferences = []metav1.OwnerReference{
+			{APIVersion: lvmv1alpha1.SchemeGroupVersion.String(), Kind: "LVMCluster",
+				Name: c.Name, UID: c.UID, Controller: ptr.To(true)},
+		}
 	}
 }
 
@@ -90,8 +92,10 @@ func newVG(name string, opts ...vgOption) *lvmv1alpha1.LVMVolumeGroup {
 }
 
 func newCluster(annotations map[string]string) *lvmv1alpha1.LVMCluster {
-	return &lvmv1alpha1.LVMCluster{ObjectMeta: metav1.ObjectMeta{Name: "my-lvmcluster", Namespace: ns, UID: "cluster-uid",
-		Annotations: annotations}}
+	return &lvmv1alpha1.LVMCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "my-lvmcluster", Namespace: ns, UID: "cluster-uid",
+			Annotations: annotations},
+	}
 }
 
 func newEnv(t *testing.T, n *node, objs ...client.Object) *env {
@@ -104,7 +108,10 @@ func newEnv(t *testing.T, n *node, objs ...client.Object) *env {
 	}
 	k8sNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{"storage": "yes"}}}
 	cl := fake.NewClientBuilder().WithScheme(scheme).
-		WithTypeConverters(clientgoapplyconfigurations.NewTypeConverter(clientgoscheme.Scheme), lvmv1alpha1apply.NewTypeConverter(scheme)).
+		WithTypeConverters(
+			clientgoapplyconfigurations.NewTypeConverter(clientgoscheme.Scheme),
+			lvmv1alpha1apply.NewTypeConverter(scheme),
+		).
 		WithObjects(append(objs, k8sNode)...).Build()
 	e := &env{t: t, client: cl, node: n, sink: &sink{}, recorder: events.NewFakeRecorder(100)}
 	e.r = vgmanager.New(vgmanager.Options{
@@ -116,7 +123,10 @@ func newEnv(t *testing.T, n *node, objs ...client.Object) *env {
 
 func (e *env) reconcile(name string) ctrl.Result {
 	e.t.Helper()
-	res, err := e.r.Reconcile(ctrl.LoggerInto(e.t.Context(), testr.New(e.t)), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	res, err := e.r.Reconcile(
+		ctrl.LoggerInto(e.t.Context(), testr.New(e.t)),
+		ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}},
+	)
 	if err != nil {
 		e.t.Fatalf("reconcile %s: %v", name, err)
 	}
@@ -164,7 +174,12 @@ func (e *env) events() []string {
 
 func TestReconcileBuildsVolumeGroupAndReports(t *testing.T) {
 	n := newNode([]string{"/dev/sdb", "/dev/sdc", "/dev/sdd"}, map[string][]string{"/dev/sdd": {"ext4"}})
-	e := newEnv(t, n, newCluster(nil), newVG("vg1", spec(thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)), ownedBy(newCluster(nil))))
+	e := newEnv(
+		t,
+		n,
+		newCluster(nil),
+		newVG("vg1", spec(thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)), ownedBy(newCluster(nil))),
+	)
 
 	res := e.reconcile("vg1")
 	if res.RequeueAfter != vgmanager.DefaultDiscoveryInterval {
@@ -175,16 +190,20 @@ func TestReconcileBuildsVolumeGroupAndReports(t *testing.T) {
 	}
 	got := e.entries()["vg1"]
 	if got.Status != lvmv1alpha1.VGStatusReady || !slices.Equal(got.Devices, []string{"/dev/sdb", "/dev/sdc"}) ||
-		len(got.Excluded) != 1 || got.Excluded[0].Name != "/dev/sdd" || got.Excluded[0].Reasons[0] != "has a filesystem signature: ext4" {
+		len(
+			got.Excluded,
+		) != 1 || got.Excluded[0].Name != "/dev/sdd" || got.Excluded[0].Reasons[0] != "has a filesystem signature: ext4" {
 		t.Errorf("node status entry %+v", got)
 	}
 	if c := e.sink.classes(); !slices.Equal(c, []string{"vg1"}) {
 		t.Errorf("lvmd classes %v", c)
 	}
-	if dc := e.sink.cfg[len(e.sink.cfg)-1].DeviceClasses[0]; dc.Type != lvmd.TypeThin || dc.ThinPool.OverprovisionRatio != 10 {
+	if dc := e.sink.cfg[len(e.sink.cfg)-1].DeviceClasses[0]; dc.Type != lvmd.TypeThin ||
+		dc.ThinPool.OverprovisionRatio != 10 {
 		t.Errorf("lvmd class %+v", dc)
 	}
-	if ev := e.events(); len(ev) != 1 || !strings.Contains(ev[0], "will create volume group vg1 on /dev/sdb, /dev/sdc") {
+	if ev := e.events(); len(ev) != 1 ||
+		!strings.Contains(ev[0], "will create volume group vg1 on /dev/sdb, /dev/sdc") {
 		t.Errorf("events %q, want one announcing the plan", ev)
 	}
 }
@@ -214,7 +233,11 @@ func TestReconcileDryRunFromTheLVMCluster(t *testing.T) {
 
 func TestReconcileWipesOncePerNode(t *testing.T) {
 	n := newNode([]string{"/dev/sdb", "/dev/sdc", "/dev/sdd"}, map[string][]string{"/dev/sdc": {"xfs"}})
-	e := newEnv(t, n, newVG("vg1", spec(withPaths(lvmv1alpha1.LVMVolumeGroupSpec{}, ptr.To(true), "/dev/sdb", "/dev/sdc"))))
+	e := newEnv(
+		t,
+		n,
+		newVG("vg1", spec(withPaths(lvmv1alpha1.LVMVolumeGroupSpec{}, ptr.To(true), "/dev/sdb", "/dev/sdc"))),
+	)
 
 	e.reconcile("vg1")
 	if got := n.disks.Wiped(); !slices.Equal(got, []string{"/dev/sdc"}) {
@@ -234,7 +257,8 @@ func TestReconcileWipesOncePerNode(t *testing.T) {
 	if got := n.disks.Wiped(); len(got) != 1 {
 		t.Fatalf("wiped %q, want the first wipe only", got)
 	}
-	if got := e.entries()["vg1"]; got.Status != lvmv1alpha1.VGStatusDegraded || !strings.Contains(got.Reason, "/dev/sdd") {
+	if got := e.entries()["vg1"]; got.Status != lvmv1alpha1.VGStatusDegraded ||
+		!strings.Contains(got.Reason, "/dev/sdd") {
 		t.Errorf("status %+v", got)
 	}
 }
@@ -242,8 +266,10 @@ func TestReconcileWipesOncePerNode(t *testing.T) {
 func TestReconcileSkipsOtherNodes(t *testing.T) {
 	n := newNode([]string{"/dev/sdb"}, nil)
 	s := thinSpec("")
-	s.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-		{Key: "storage", Operator: corev1.NodeSelectorOpIn, Values: []string{"other"}}}}}}
+	s.NodeSelector = &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "storage", Operator: corev1.NodeSelectorOpIn, Values: []string{"other"}}}}},
+	}
 	e := newEnv(t, n, newVG("vg1", spec(s)))
 	if res := e.reconcile("vg1"); !res.IsZero() {
 		t.Errorf("result %+v", res)
@@ -259,7 +285,8 @@ func TestReconcileDeletion(t *testing.T) {
 		newVG("vg2", spec(withPaths(lvmv1alpha1.LVMVolumeGroupSpec{}, nil, "/dev/sdc"))))
 	e.reconcile("vg1")
 	e.reconcile("vg2")
-	if got := e.entries(); len(got) != 2 || got["vg1"].Status != lvmv1alpha1.VGStatusReady || got["vg2"].Status != lvmv1alpha1.VGStatusReady {
+	if got := e.entries(); len(got) != 2 || got["vg1"].Status != lvmv1alpha1.VGStatusReady ||
+		got["vg2"].Status != lvmv1alpha1.VGStatusReady {
 		t.Fatalf("entries %+v", got)
 	}
 	if err := n.lvm.addLV("vg1", "pvc-1", "thin", 0); err != nil {
@@ -294,7 +321,13 @@ func TestReconcileDeletion(t *testing.T) {
 	if got := n.modifications(); !slices.Equal(got, []string{"lvremove vg1/tp", "vgremove vg1", "pvremove /dev/sdb"}) {
 		t.Errorf("changes %q", got)
 	}
-	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "vg1"}, &lvmv1alpha1.LVMVolumeGroup{}); !apierrors.IsNotFound(err) {
+	if err := e.client.Get(
+		t.Context(),
+		client.ObjectKey{Namespace: ns, Name: "vg1"},
+		&lvmv1alpha1.LVMVolumeGroup{},
+	); !apierrors.IsNotFound(
+		err,
+	) {
 		t.Errorf("LVMVolumeGroup still there (%v): finalizer not removed", err)
 	}
 	if got := e.entries(); len(got) != 1 || got["vg2"].Status != lvmv1alpha1.VGStatusReady {
@@ -336,7 +369,8 @@ func TestReconcileRefusesForeignVolumeGroup(t *testing.T) {
 	n.lvm.addVG("vg1", []string{"/dev/sdb"}) // no @lvms tag
 	e := newEnv(t, n, newVG("vg1", spec(thinSpec(""))))
 	e.reconcile("vg1")
-	if got := e.entries()["vg1"]; got.Status != lvmv1alpha1.VGStatusFailed || !strings.Contains(got.Reason, "without the @"+lvm.Tag+" tag") {
+	if got := e.entries()["vg1"]; got.Status != lvmv1alpha1.VGStatusFailed ||
+		!strings.Contains(got.Reason, "without the @"+lvm.Tag+" tag") {
 		t.Errorf("status %+v", got)
 	}
 	if got := n.modifications(); len(got) != 0 {

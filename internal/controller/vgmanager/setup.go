@@ -62,7 +62,10 @@ func (r *Reconciler) allVolumeGroups(ctx context.Context, _ client.Object) []rec
 	return r.volumeGroups(ctx, func(*lvmv1alpha1.LVMVolumeGroup) bool { return true })
 }
 
-func (r *Reconciler) volumeGroups(ctx context.Context, match func(*lvmv1alpha1.LVMVolumeGroup) bool) []reconcile.Request {
+func (r *Reconciler) volumeGroups(
+	ctx context.Context,
+	match func(*lvmv1alpha1.LVMVolumeGroup) bool,
+) []reconcile.Request {
 	var list lvmv1alpha1.LVMVolumeGroupList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.namespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List LVMVolumeGroups for a watch event")

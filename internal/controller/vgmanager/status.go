@@ -36,7 +36,13 @@ func (r *Reconciler) applyStatus(ctx context.Context, vg string, st lvmv1alpha1.
 	ac := lvmv1alpha1ac.LVMVolumeGroupNodeStatus(r.nodeName, r.namespace).
 		WithSpec(lvmv1alpha1ac.LVMVolumeGroupNodeStatusSpec().WithLiveNodeStatus(entry))
 	if err := r.client.Apply(ctx, ac, client.FieldOwner(FieldOwner(vg)), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply status of VG %s in LVMVolumeGroupNodeStatus %s/%s: %w", vg, r.namespace, r.nodeName, err)
+		return fmt.Errorf(
+			"apply status of VG %s in LVMVolumeGroupNodeStatus %s/%s: %w",
+			vg,
+			r.namespace,
+			r.nodeName,
+			err,
+		)
 	}
 	return nil
 }
@@ -44,7 +50,11 @@ func (r *Reconciler) applyStatus(ctx context.Context, vg string, st lvmv1alpha1.
 // removeStatus drops the entry of volume group vg: applying nothing with its field owner removes
 // what that owner had set.
 func (r *Reconciler) removeStatus(ctx context.Context, vg string) error {
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.nodeName}, &lvmv1alpha1.LVMVolumeGroupNodeStatus{})
+	err := r.client.Get(
+		ctx,
+		client.ObjectKey{Namespace: r.namespace, Name: r.nodeName},
+		&lvmv1alpha1.LVMVolumeGroupNodeStatus{},
+	)
 	if apierrors.IsNotFound(err) {
 		return nil // applying would create an empty object
 	}
@@ -53,7 +63,13 @@ func (r *Reconciler) removeStatus(ctx context.Context, vg string) error {
 	}
 	ac := lvmv1alpha1ac.LVMVolumeGroupNodeStatus(r.nodeName, r.namespace)
 	if err := r.client.Apply(ctx, ac, client.FieldOwner(FieldOwner(vg)), client.ForceOwnership); err != nil {
-		return fmt.Errorf("remove status of VG %s from LVMVolumeGroupNodeStatus %s/%s: %w", vg, r.namespace, r.nodeName, err)
+		return fmt.Errorf(
+			"remove status of VG %s from LVMVolumeGroupNodeStatus %s/%s: %w",
+			vg,
+			r.namespace,
+			r.nodeName,
+			err,
+		)
 	}
 	return nil
 }

@@ -119,11 +119,17 @@ func TestCreateVolumeNodeFailureIsMappedAndCleanedUp(t *testing.T) {
 func TestSnapshotAndCloneStayOnTheSourceNode(t *testing.T) {
 	src := mustCreate(t, createReq(uniqueName("src"), withParam(lvmcsi.ParamDeviceClass, "ssd")))
 	snapName := uniqueName("snap")
-	snap, err := srv.CreateSnapshot(testCtx(t), &csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: src.GetVolumeId()})
+	snap, err := srv.CreateSnapshot(
+		testCtx(t),
+		&csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: src.GetVolumeId()},
+	)
 	if err != nil {
 		t.Fatalf("CreateSnapshot: %v", err)
 	}
-	again, err := srv.CreateSnapshot(testCtx(t), &csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: src.GetVolumeId()})
+	again, err := srv.CreateSnapshot(
+		testCtx(t),
+		&csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: src.GetVolumeId()},
+	)
 	if err != nil || again.GetSnapshot().GetSnapshotId() != snap.GetSnapshot().GetSnapshotId() {
 		t.Fatalf("repeated CreateSnapshot: %v, %v", again, err)
 	}
@@ -144,10 +150,22 @@ func TestSnapshotAndCloneStayOnTheSourceNode(t *testing.T) {
 		{"restore", []reqOpt{fromSnapshot(snap.GetSnapshot().GetSnapshotId())}, codes.OK},
 		{"clone", []reqOpt{fromVolume(src.GetVolumeId())}, codes.OK},
 		{"clone without topology", []reqOpt{fromVolume(src.GetVolumeId()), noTopology()}, codes.OK},
-		{"restore on another node", []reqOpt{fromSnapshot(snap.GetSnapshot().GetSnapshotId()), onNode(nodeB)}, codes.InvalidArgument},
+		{
+			"restore on another node",
+			[]reqOpt{fromSnapshot(snap.GetSnapshot().GetSnapshotId()), onNode(nodeB)},
+			codes.InvalidArgument,
+		},
 		// WaitForFirstConsumer: the scheduler picked node B for the pod; any node is allowed.
-		{"clone while another node is preferred", []reqOpt{fromVolume(src.GetVolumeId()), preferring(nodeB, nodeA)}, codes.OK},
-		{"restore while another node is preferred", []reqOpt{fromSnapshot(snap.GetSnapshot().GetSnapshotId()), preferring(nodeB, nodeA)}, codes.OK},
+		{
+			"clone while another node is preferred",
+			[]reqOpt{fromVolume(src.GetVolumeId()), preferring(nodeB, nodeA)},
+			codes.OK,
+		},
+		{
+			"restore while another node is preferred",
+			[]reqOpt{fromSnapshot(snap.GetSnapshot().GetSnapshotId()), preferring(nodeB, nodeA)},
+			codes.OK,
+		},
 		{"clone into another device class", []reqOpt{fromVolume(src.GetVolumeId()),
 			withParam(lvmcsi.ParamDeviceClass, "hdd")}, codes.InvalidArgument},
 		{"unknown source volume", []reqOpt{fromVolume("no-such-volume")}, codes.NotFound},
@@ -168,7 +186,8 @@ func TestSnapshotAndCloneStayOnTheSourceNode(t *testing.T) {
 			if v.GetVolume().GetContentSource() == nil {
 				t.Errorf("response lacks the content source")
 			}
-			if top := v.GetVolume().GetAccessibleTopology(); len(top) != 1 || top[0].GetSegments()[lvmcsi.TopologyNodeKey] != nodeA {
+			if top := v.GetVolume().GetAccessibleTopology(); len(top) != 1 ||
+				top[0].GetSegments()[lvmcsi.TopologyNodeKey] != nodeA {
 				t.Errorf("accessible topology %v, want the source's node %s", top, nodeA)
 			}
 		})

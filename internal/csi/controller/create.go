@@ -114,7 +114,12 @@ func (s *Server) fromSource(ctx context.Context, src *csi.VolumeContentSource, r
 	spec.AccessType = topolvmv1.AccessTypeReadWrite
 	if srcSize := source.Spec.Size.Value(); size < srcSize {
 		if limit := req.GetCapacityRange().GetLimitBytes(); limit > 0 && limit < srcSize {
-			return 0, fmt.Errorf("%w: limit %d bytes is below the source's %d bytes", lvmcsi.ErrOutOfRange, limit, srcSize)
+			return 0, fmt.Errorf(
+				"%w: limit %d bytes is below the source's %d bytes",
+				lvmcsi.ErrOutOfRange,
+				limit,
+				srcSize,
+			)
 		}
 		size = srcSize
 	}

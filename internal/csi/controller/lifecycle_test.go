@@ -32,7 +32,12 @@ func TestControllerExpandVolume(t *testing.T) {
 				t.Fatalf("ControllerExpandVolume: %v", err)
 			}
 			if resp.GetCapacityBytes() < 2*lvmcsi.GiB+1 || resp.GetNodeExpansionRequired() != tt.wantNodeStep {
-				t.Errorf("response %+v, want capacity ≥ %d and node expansion %v", resp, 2*lvmcsi.GiB+1, tt.wantNodeStep)
+				t.Errorf(
+					"response %+v, want capacity ≥ %d and node expansion %v",
+					resp,
+					2*lvmcsi.GiB+1,
+					tt.wantNodeStep,
+				)
 			}
 			if got := getLV(t, name).Spec.Size.Value(); got != lvmcsi.RoundUp(2*lvmcsi.GiB+1) {
 				t.Errorf("spec.size %d", got)
@@ -69,11 +74,17 @@ func TestDeleteVolumeWaitsUntilGone(t *testing.T) {
 
 	snapSrc := mustCreate(t, createReq(uniqueName("del")))
 	snapName := uniqueName("delsnap")
-	snap, err := srv.CreateSnapshot(testCtx(t), &csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: snapSrc.GetVolumeId()})
+	snap, err := srv.CreateSnapshot(
+		testCtx(t),
+		&csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: snapSrc.GetVolumeId()},
+	)
 	if err != nil {
 		t.Fatalf("CreateSnapshot: %v", err)
 	}
-	if _, err := srv.DeleteSnapshot(testCtx(t), &csi.DeleteSnapshotRequest{SnapshotId: snap.GetSnapshot().GetSnapshotId()}); err != nil {
+	if _, err := srv.DeleteSnapshot(
+		testCtx(t),
+		&csi.DeleteSnapshotRequest{SnapshotId: snap.GetSnapshot().GetSnapshotId()},
+	); err != nil {
 		t.Fatalf("DeleteSnapshot: %v", err)
 	}
 	if getLV(t, snapName) != nil {

@@ -128,7 +128,12 @@ type countingCache struct {
 	n atomic.Int64
 }
 
-func (c *countingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (c *countingCache) Get(
+	ctx context.Context,
+	key client.ObjectKey,
+	obj client.Object,
+	opts ...client.GetOption,
+) error {
 	c.n.Add(1)
 	return c.Cache.Get(ctx, key, obj, opts...)
 }
@@ -152,7 +157,12 @@ func startFakeNode(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	if err != nil {
 		return nil, err
 	}
-	f := &fakeNode{ctx: ctx, queue: make(chan string, 1000), seen: map[string]chan *topolvmv1.LogicalVolume{}, reader: c}
+	f := &fakeNode{
+		ctx:    ctx,
+		queue:  make(chan string, 1000),
+		seen:   map[string]chan *topolvmv1.LogicalVolume{},
+		reader: c,
+	}
 	inf, err := c.GetInformer(ctx, &topolvmv1.LogicalVolume{})
 	if err != nil {
 		return nil, err

@@ -103,7 +103,10 @@ func nodeMetadata() *metav1.PartialObjectMetadata {
 }
 
 // ControllerGetCapabilities advertises create/delete, expand, snapshots, clones and capacity.
-func (s *Server) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
+func (s *Server) ControllerGetCapabilities(
+	context.Context,
+	*csi.ControllerGetCapabilitiesRequest,
+) (*csi.ControllerGetCapabilitiesResponse, error) {
 	var caps []*csi.ControllerServiceCapability
 	for _, t := range []csi.ControllerServiceCapability_RPC_Type{
 		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,

@@ -16,7 +16,10 @@ import (
 // CreateSnapshot creates (or finds) a read-only thin snapshot of a volume: a LogicalVolume named by the
 // CSI snapshot name, with the source's volume ID as spec.source and access type ro, on the source's
 // node and device class. It returns once the node has created it.
-func (s *Server) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
+func (s *Server) CreateSnapshot(
+	ctx context.Context,
+	req *csi.CreateSnapshotRequest,
+) (*csi.CreateSnapshotResponse, error) {
 	name, sourceID := req.GetName(), req.GetSourceVolumeId()
 	if name == "" || sourceID == "" {
 		return nil, status.Error(codes.InvalidArgument, "name and source volume ID are required")
@@ -67,7 +70,10 @@ func (s *Server) desiredSnapshot(ctx context.Context, name, sourceID string) (*t
 }
 
 // DeleteSnapshot deletes the snapshot's LogicalVolume and waits until it is gone; unknown IDs succeed.
-func (s *Server) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
+func (s *Server) DeleteSnapshot(
+	ctx context.Context,
+	req *csi.DeleteSnapshotRequest,
+) (*csi.DeleteSnapshotResponse, error) {
 	id := req.GetSnapshotId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot ID is required")

@@ -56,7 +56,10 @@ func (s *Server) deleteByVolumeID(ctx context.Context, id string) error {
 
 // ControllerExpandVolume raises spec.size of the LogicalVolume and waits until the node reports a
 // current size at least as large. Filesystem volumes then need NodeExpandVolume.
-func (s *Server) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+func (s *Server) ControllerExpandVolume(
+	ctx context.Context,
+	req *csi.ControllerExpandVolumeRequest,
+) (*csi.ControllerExpandVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID is required")
@@ -107,7 +110,12 @@ func (s *Server) expand(ctx context.Context, id string, size int64) (*topolvmv1.
 		if err != nil {
 			return nil, fmt.Errorf("encode size patch: %w", err)
 		}
-		if err := s.client.Patch(ctx, lv, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner)); err != nil {
+		if err := s.client.Patch(
+			ctx,
+			lv,
+			client.RawPatch(types.MergePatchType, patch),
+			client.FieldOwner(FieldOwner),
+		); err != nil {
 			return nil, fmt.Errorf("patch size of LogicalVolume %s: %w", lv.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Expanding LogicalVolume", "logicalVolume", lv.Name, "size", want.String())
@@ -126,7 +134,10 @@ func (s *Server) expand(ctx context.Context, id string, size int64) (*topolvmv1.
 }
 
 // ValidateVolumeCapabilities confirms the capabilities the driver supports for an existing volume.
-func (s *Server) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
+func (s *Server) ValidateVolumeCapabilities(
+	ctx context.Context,
+	req *csi.ValidateVolumeCapabilitiesRequest,
+) (*csi.ValidateVolumeCapabilitiesResponse, error) {
 	id := req.GetVolumeId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID is required")

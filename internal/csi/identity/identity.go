@@ -36,7 +36,10 @@ func (s *Server) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi
 }
 
 // GetPluginCapabilities advertises the controller service, topology and online expansion.
-func (s *Server) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+func (s *Server) GetPluginCapabilities(
+	context.Context,
+	*csi.GetPluginCapabilitiesRequest,
+) (*csi.GetPluginCapabilitiesResponse, error) {
 	service := func(t csi.PluginCapability_Service_Type) *csi.PluginCapability {
 		return &csi.PluginCapability{Type: &csi.PluginCapability_Service_{
 			Service: &csi.PluginCapability_Service{Type: t},

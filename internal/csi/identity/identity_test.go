@@ -47,7 +47,12 @@ func TestProbe(t *testing.T) {
 		{"no readiness func", nil, true, codes.OK},
 		{"ready", func(context.Context) (bool, error) { return true, nil }, true, codes.OK},
 		{"starting", func(context.Context) (bool, error) { return false, nil }, false, codes.OK},
-		{"unhealthy", func(context.Context) (bool, error) { return false, errors.New("lvmd down") }, false, codes.FailedPrecondition},
+		{
+			"unhealthy",
+			func(context.Context) (bool, error) { return false, errors.New("lvmd down") },
+			false,
+			codes.FailedPrecondition,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -69,7 +69,10 @@ func (s *Server) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.Nod
 
 // NodeGetCapabilities advertises volume stats, expansion and volume health (no staging).
 // SINGLE_NODE_MULTI_WRITER lets the kubelet pass SINGLE_NODE_SINGLE_WRITER for ReadWriteOncePod.
-func (s *Server) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+func (s *Server) NodeGetCapabilities(
+	context.Context,
+	*csi.NodeGetCapabilitiesRequest,
+) (*csi.NodeGetCapabilitiesResponse, error) {
 	var caps []*csi.NodeServiceCapability
 	for _, t := range []csi.NodeServiceCapability_RPC_Type{
 		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,

@@ -63,7 +63,9 @@ func (f *fixture) target(name string) string { return filepath.Join(f.dir, "pods
 
 func mountCap(fs string, flags ...string) *csi.VolumeCapability {
 	return &csi.VolumeCapability{
-		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: fs, MountFlags: flags}},
+		AccessType: &csi.VolumeCapability_Mount{
+			Mount: &csi.VolumeCapability_MountVolume{FsType: fs, MountFlags: flags},
+		},
 		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
 	}
 }
@@ -131,9 +133,15 @@ func TestOperationsOnOneVolumeAreAborted(t *testing.T) {
 	defer f.srv.locks.Release(volID)
 	_, err := f.srv.NodePublishVolume(t.Context(), publishReq(f.target("a"), mountCap("ext4"), false))
 	wantCode(t, err, codes.Aborted)
-	_, err = f.srv.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: f.target("a")})
+	_, err = f.srv.NodeUnpublishVolume(
+		t.Context(),
+		&csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: f.target("a")},
+	)
 	wantCode(t, err, codes.Aborted)
-	_, err = f.srv.NodeExpandVolume(t.Context(), &csi.NodeExpandVolumeRequest{VolumeId: volID, VolumePath: f.target("a")})
+	_, err = f.srv.NodeExpandVolume(
+		t.Context(),
+		&csi.NodeExpandVolumeRequest{VolumeId: volID, VolumePath: f.target("a")},
+	)
 	wantCode(t, err, codes.Aborted)
 }
 

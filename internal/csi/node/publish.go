@@ -21,7 +21,10 @@ import (
 // NodePublishVolume mounts the volume at the target path: a filesystem volume is formatted when blank
 // and mounted on a directory; a block volume's device node is bind-mounted on a file. A target that is
 // already mounted is left as it is.
-func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+func (s *Server) NodePublishVolume(
+	ctx context.Context,
+	req *csi.NodePublishVolumeRequest,
+) (*csi.NodePublishVolumeResponse, error) {
 	id, target, c := req.GetVolumeId(), req.GetTargetPath(), req.GetVolumeCapability()
 	if id == "" || target == "" || c == nil {
 		return nil, status.Error(codes.InvalidArgument, "volume ID, target path and volume capability are required")
@@ -54,7 +57,12 @@ func (s *Server) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
-func (s *Server) publishFilesystem(ctx context.Context, dev, target string, c *csi.VolumeCapability, readonly bool) error {
+func (s *Server) publishFilesystem(
+	ctx context.Context,
+	dev, target string,
+	c *csi.VolumeCapability,
+	readonly bool,
+) error {
 	fsType, err := lvmcsi.FSType(c, nil)
 	if err != nil {
 		return err
@@ -171,7 +179,10 @@ func resolve(p string) string {
 }
 
 // NodeUnpublishVolume unmounts the target path and removes it; a missing target is a success.
-func (s *Server) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+func (s *Server) NodeUnpublishVolume(
+	ctx context.Context,
+	req *csi.NodeUnpublishVolumeRequest,
+) (*csi.NodeUnpublishVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetTargetPath()
 	if id == "" || target == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID and target path are required")

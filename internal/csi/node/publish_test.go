@@ -48,7 +48,10 @@ func TestNodePublishFilesystem(t *testing.T) {
 					mkfs = append(mkfs, l)
 				}
 			}
-			if want := []string{tt.wantMkfs}; tt.wantMkfs == "" && len(mkfs) > 0 || tt.wantMkfs != "" && !slices.Equal(mkfs, want) {
+			if want := []string{
+				tt.wantMkfs,
+			}; tt.wantMkfs == "" && len(mkfs) > 0 ||
+				tt.wantMkfs != "" && !slices.Equal(mkfs, want) {
 				t.Errorf("commands %q, want mkfs %q once", mkfs, tt.wantMkfs)
 			}
 			mps, _ := f.mounter.List()
@@ -137,10 +140,26 @@ func TestNodePublishInvalidRequests(t *testing.T) {
 			r.VolumeId = ""
 			return r
 		}, codes.InvalidArgument},
-		{"no target", func(string) *csi.NodePublishVolumeRequest { return publishReq("", mountCap("ext4"), false) }, codes.InvalidArgument},
-		{"no capability", func(tg string) *csi.NodePublishVolumeRequest { return publishReq(tg, nil, false) }, codes.InvalidArgument},
-		{"multi-node access", func(tg string) *csi.NodePublishVolumeRequest { return publishReq(tg, multi, false) }, codes.InvalidArgument},
-		{"unsupported filesystem", func(tg string) *csi.NodePublishVolumeRequest { return publishReq(tg, mountCap("vfat"), false) }, codes.InvalidArgument},
+		{
+			"no target",
+			func(string) *csi.NodePublishVolumeRequest { return publishReq("", mountCap("ext4"), false) },
+			codes.InvalidArgument,
+		},
+		{
+			"no capability",
+			func(tg string) *csi.NodePublishVolumeRequest { return publishReq(tg, nil, false) },
+			codes.InvalidArgument,
+		},
+		{
+			"multi-node access",
+			func(tg string) *csi.NodePublishVolumeRequest { return publishReq(tg, multi, false) },
+			codes.InvalidArgument,
+		},
+		{
+			"unsupported filesystem",
+			func(tg string) *csi.NodePublishVolumeRequest { return publishReq(tg, mountCap("vfat"), false) },
+			codes.InvalidArgument,
+		},
 		{"unknown volume", func(tg string) *csi.NodePublishVolumeRequest {
 			r := publishReq(tg, mountCap("ext4"), false)
 			r.VolumeId = "vol-unknown"
@@ -179,7 +198,10 @@ func TestNodeUnpublish(t *testing.T) {
 				}
 			}
 			for range 2 { // idempotent
-				if _, err := f.srv.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: target}); err != nil {
+				if _, err := f.srv.NodeUnpublishVolume(
+					t.Context(),
+					&csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: target},
+				); err != nil {
 					t.Fatalf("NodeUnpublishVolume: %v", err)
 				}
 			}
@@ -249,7 +271,11 @@ func TestSingleWriterFindsBlockBindMounts(t *testing.T) {
 		{"bind mount of the device", mount.MountPoint{Device: "udev", Path: other, Type: "devtmpfs"}, true},
 		{"tmpfs /dev (containers)", mount.MountPoint{Device: "tmpfs", Path: other, Type: "tmpfs"}, true},
 		{"other filesystems are not stat'ed", mount.MountPoint{Device: "server:/x", Path: other, Type: "nfs"}, false},
-		{"the target itself", mount.MountPoint{Device: "udev", Path: filepath.Join(dir, "me"), Type: "devtmpfs"}, false},
+		{
+			"the target itself",
+			mount.MountPoint{Device: "udev", Path: filepath.Join(dir, "me"), Type: "devtmpfs"},
+			false,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

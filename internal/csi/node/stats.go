@@ -18,7 +18,10 @@ import (
 
 // NodeExpandVolume grows the filesystem mounted at the volume path to the size of the (already
 // extended) LV. Block volumes need nothing.
-func (s *Server) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+func (s *Server) NodeExpandVolume(
+	ctx context.Context,
+	req *csi.NodeExpandVolumeRequest,
+) (*csi.NodeExpandVolumeResponse, error) {
 	id, path := req.GetVolumeId(), req.GetVolumePath()
 	if id == "" || path == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID and volume path are required")
@@ -61,7 +64,10 @@ func (s *Server) expandFilesystem(ctx context.Context, dev, path string) error {
 
 // NodeGetVolumeStats reports bytes and inodes of a filesystem volume (statfs) and bytes of a block
 // volume (the LV size). A missing LV or an unmounted path is NotFound; NodeGetVolumeHealth explains.
-func (s *Server) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+func (s *Server) NodeGetVolumeStats(
+	ctx context.Context,
+	req *csi.NodeGetVolumeStatsRequest,
+) (*csi.NodeGetVolumeStatsResponse, error) {
 	id, path := req.GetVolumeId(), req.GetVolumePath()
 	if id == "" || path == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID and volume path are required")
@@ -118,7 +124,10 @@ const (
 // NodeGetVolumeHealth reports the volume INACCESSIBLE when its LV is missing on this node or its
 // publish path is not mounted; an empty list means healthy. (CSI 1.13 replaced the VOLUME_CONDITION
 // field of NodeGetVolumeStats with this RPC; kubelet 1.37 calls it when GET_VOLUME_HEALTH is set.)
-func (s *Server) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+func (s *Server) NodeGetVolumeHealth(
+	ctx context.Context,
+	req *csi.NodeGetVolumeHealthRequest,
+) (*csi.NodeGetVolumeHealthResponse, error) {
 	id := req.GetVolumeId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID is required")

@@ -93,7 +93,10 @@ func TestNodeGetVolumeStats(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	resp, err := f.srv.NodeGetVolumeStats(t.Context(), &csi.NodeGetVolumeStatsRequest{VolumeId: volID, VolumePath: fsTarget})
+	resp, err := f.srv.NodeGetVolumeStats(
+		t.Context(),
+		&csi.NodeGetVolumeStatsRequest{VolumeId: volID, VolumePath: fsTarget},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +113,10 @@ func TestNodeGetVolumeStats(t *testing.T) {
 		t.Errorf("filesystem usage bytes %v inodes %v", bytes, inodes)
 	}
 
-	resp, err = f.srv.NodeGetVolumeStats(t.Context(), &csi.NodeGetVolumeStatsRequest{VolumeId: volID, VolumePath: blockTarget})
+	resp, err = f.srv.NodeGetVolumeStats(
+		t.Context(),
+		&csi.NodeGetVolumeStatsRequest{VolumeId: volID, VolumePath: blockTarget},
+	)
 	if err != nil || len(resp.GetUsage()) != 1 || resp.GetUsage()[0].GetTotal() != volSize {
 		t.Errorf("block stats %v, %v; want total %d bytes", resp, err, volSize)
 	}
@@ -152,7 +158,10 @@ func TestNodeGetVolumeHealth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, err := f.srv.NodeGetVolumeHealth(t.Context(), &csi.NodeGetVolumeHealthRequest{VolumeId: tt.id, VolumePublishPath: tt.path})
+			resp, err := f.srv.NodeGetVolumeHealth(
+				t.Context(),
+				&csi.NodeGetVolumeHealthRequest{VolumeId: tt.id, VolumePublishPath: tt.path},
+			)
 			if err != nil {
 				t.Fatal(err)
 			}

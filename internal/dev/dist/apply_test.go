@@ -15,7 +15,9 @@ import (
 // webhook configuration), then read back.
 func TestInstallAppliesToAPIServer(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set; run `make test-unit`, or KUBEBUILDER_ASSETS=$(bash hack/kube-assets.sh | tail -1) go test ./internal/dev/dist/")
+		t.Fatal(
+			"KUBEBUILDER_ASSETS is not set; run `make test-unit`, or KUBEBUILDER_ASSETS=$(bash hack/kube-assets.sh | tail -1) go test ./internal/dev/dist/",
+		)
 	}
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", InstallFile))
 	if err != nil {

@@ -20,7 +20,9 @@ func Files(o Options) (map[string][]byte, error) {
 		return nil, fmt.Errorf("read LVMCluster sample: %w", err)
 	}
 	files := map[string][]byte{
-		InstallFile: append([]byte(generatedHeader+"# Install: kubectl apply --server-side -f dist/install.yaml\n"), inst.YAML...),
+		InstallFile: append(
+			[]byte(generatedHeader+"# Install: kubectl apply --server-side -f dist/install.yaml\n"),
+			inst.YAML...),
 	}
 	chart, err := chartFiles(inst, o)
 	if err != nil {

@@ -44,7 +44,10 @@ func validateBundle(t *testing.T, files map[string][]byte) (*manifests.Bundle, [
 		t.Fatalf("load bundle: %v", err)
 	}
 	var errs []errors.Error
-	validators := slices.Concat(validation.DefaultBundleValidators, validator.Validators{validation.GoodPracticesValidator})
+	validators := slices.Concat(
+		validation.DefaultBundleValidators,
+		validator.Validators{validation.GoodPracticesValidator},
+	)
 	for _, res := range validators.Validate(bundle.ObjectsToValidate()...) {
 		for _, e := range res.Errors {
 			if e.Level == errors.LevelError {
@@ -100,7 +103,11 @@ func TestBundleValidates(t *testing.T) {
 	}
 	for _, v := range pod.Volumes {
 		if v.Secret != nil {
-			t.Errorf("volume %q mounts Secret %q: under OLM the webhook certificate volume is OLM's", v.Name, v.Secret.SecretName)
+			t.Errorf(
+				"volume %q mounts Secret %q: under OLM the webhook certificate volume is OLM's",
+				v.Name,
+				v.Secret.SecretName,
+			)
 		}
 	}
 }

@@ -143,8 +143,13 @@ func chartValues(deploy *unstructured.Unstructured) (string, error) {
 	var b strings.Builder
 	b.WriteString(generatedHeader)
 	b.WriteString("# The lvms image: the operator and the node agent DaemonSet it creates run it.\n")
-	fmt.Fprintf(&b, "image:\n  repository: %s\n  # A digest, when set, wins over the tag.\n  digest: %q\n  tag: %q\n  pullPolicy: IfNotPresent\n",
-		ref.repository, ref.digest, ref.tag)
+	fmt.Fprintf(
+		&b,
+		"image:\n  repository: %s\n  # A digest, when set, wins over the tag.\n  digest: %q\n  tag: %q\n  pullPolicy: IfNotPresent\n",
+		ref.repository,
+		ref.digest,
+		ref.tag,
+	)
 	b.WriteString("# The standard kubernetes-csi sidecars beside the operator.\nsidecars:\n")
 	for _, name := range sortedKeys(sidecarValues) {
 		img, ok := images[name]

@@ -45,7 +45,11 @@ var bundleKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAcco
 func bundleFiles(inst *Install, o Options, sample []byte) (map[string][]byte, error) {
 	for _, obj := range inst.Objects {
 		if !slices.Contains(bundleKinds, obj.GetKind()) {
-			return nil, fmt.Errorf("the install has a %s (%s) the OLM bundle does not know how to carry; teach internal/dev/dist", obj.GetKind(), obj.GetName())
+			return nil, fmt.Errorf(
+				"the install has a %s (%s) the OLM bundle does not know how to carry; teach internal/dev/dist",
+				obj.GetKind(),
+				obj.GetName(),
+			)
 		}
 	}
 	csv, err := clusterServiceVersion(inst, o, sample)
@@ -97,7 +101,9 @@ func clusterServiceVersion(inst *Install, o Options, sample []byte) (*operatorsv
 	if err != nil {
 		return nil, err
 	}
-	strategy.DeploymentSpecs = []operatorsv1alpha1.StrategyDeploymentSpec{{Name: deploy.Name, Spec: deploy.Spec, Label: deploy.Labels}}
+	strategy.DeploymentSpecs = []operatorsv1alpha1.StrategyDeploymentSpec{
+		{Name: deploy.Name, Spec: deploy.Spec, Label: deploy.Labels},
+	}
 	owned, err := ownedCRDs(inst)
 	if err != nil {
 		return nil, err
@@ -111,7 +117,10 @@ func clusterServiceVersion(inst *Install, o Options, sample []byte) (*operatorsv
 		return nil, err
 	}
 	csv := &operatorsv1alpha1.ClusterServiceVersion{
-		TypeMeta: metav1.TypeMeta{APIVersion: operatorsv1alpha1.SchemeGroupVersion.String(), Kind: operatorsv1alpha1.ClusterServiceVersionKind},
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: operatorsv1alpha1.SchemeGroupVersion.String(),
+			Kind:       operatorsv1alpha1.ClusterServiceVersionKind,
+		},
 		ObjectMeta: metav1.ObjectMeta{Name: packageName + ".v" + o.Version, Annotations: map[string]string{
 			"alm-examples":   examples,
 			"capabilities":   "Basic Install",
@@ -126,16 +135,27 @@ func clusterServiceVersion(inst *Install, o Options, sample []byte) (*operatorsv
 	return csv, nil
 }
 
-func csvSpec(v semver.Version, strategy *operatorsv1alpha1.StrategyDetailsDeployment,
-	owned []operatorsv1alpha1.CRDDescription, webhooks []operatorsv1alpha1.WebhookDescription) operatorsv1alpha1.ClusterServiceVersionSpec {
+func csvSpec(
+	v semver.Version,
+	strategy *operatorsv1alpha1.StrategyDetailsDeployment,
+	owned []operatorsv1alpha1.CRDDescription,
+	webhooks []operatorsv1alpha1.WebhookDescription,
+) operatorsv1alpha1.ClusterServiceVersionSpec {
 	return operatorsv1alpha1.ClusterServiceVersionSpec{
-		DisplayName:    "LVM Storage (lvms)",
-		Description:    csvDescription,
-		Version:        version.OperatorVersion{Version: v},
-		Maturity:       channel,
-		Provider:       operatorsv1alpha1.AppLink{Name: "lvms project", URL: "https://github.com/lvm-operator/lvm-operator"},
-		Maintainers:    []operatorsv1alpha1.Maintainer{{Name: "lvms maintainers", Email: "lvms-maintainers@lvm-operator.invalid"}},
-		Links:          []operatorsv1alpha1.AppLink{{Name: "Source", URL: "https://github.com/lvm-operator/lvm-operator"}},
+		DisplayName: "LVM Storage (lvms)",
+		Description: csvDescription,
+		Version:     version.OperatorVersion{Version: v},
+		Maturity:    channel,
+		Provider: operatorsv1alpha1.AppLink{
+			Name: "lvms project",
+			URL:  "https://github.com/lvm-operator/lvm-operator",
+		},
+		Maintainers: []operatorsv1alpha1.Maintainer{
+			{Name: "lvms maintainers", Email: "lvms-maintainers@lvm-operator.invalid"},
+		},
+		Links: []operatorsv1alpha1.AppLink{
+			{Name: "Source", URL: "https://github.com/lvm-operator/lvm-operator"},
+		},
 		Keywords:       []string{"storage", "lvm", "csi", "topolvm", "local storage"},
 		MinKubeVersion: "1.30.0",
 		InstallModes: []operatorsv1alpha1.InstallMode{
@@ -144,7 +164,10 @@ func csvSpec(v semver.Version, strategy *operatorsv1alpha1.StrategyDetailsDeploy
 			{Type: operatorsv1alpha1.InstallModeTypeMultiNamespace, Supported: false},
 			{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces, Supported: false},
 		},
-		InstallStrategy:           operatorsv1alpha1.NamedInstallStrategy{StrategyName: operatorsv1alpha1.InstallStrategyNameDeployment, StrategySpec: *strategy},
+		InstallStrategy: operatorsv1alpha1.NamedInstallStrategy{
+			StrategyName: operatorsv1alpha1.InstallStrategyNameDeployment,
+			StrategySpec: *strategy,
+		},
 		CustomResourceDefinitions: operatorsv1alpha1.CustomResourceDefinitions{Owned: owned},
 		WebhookDefinitions:        webhooks,
 	}
@@ -177,10 +200,15 @@ func bundleDeployment(inst *Install) (*appsv1.Deployment, error) {
 	found := false
 	for i := range pod.Containers {
 		c := &pod.Containers[i]
-		c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == webhookCertVolume })
+		c.VolumeMounts = slices.DeleteFunc(
+			c.VolumeMounts,
+			func(m corev1.VolumeMount) bool { return m.Name == webhookCertVolume },
+		)
 		if c.Name == operatorContainer {
-			c.Args = append(slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--webhook-cert-mode") }),
-				"--webhook-cert-mode=external")
+			c.Args = append(
+				slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--webhook-cert-mode") }),
+				"--webhook-cert-mode=external",
+			)
 			found = true
 		}
 	}
@@ -256,7 +284,10 @@ func webhookDefinitions(inst *Install, d *appsv1.Deployment) ([]operatorsv1alpha
 func webhookDescription(d *appsv1.Deployment, name string, cc admissionregistrationv1.WebhookClientConfig,
 	rules []admissionregistrationv1.RuleWithOperations) (operatorsv1alpha1.WebhookDescription, error) {
 	if cc.Service == nil {
-		return operatorsv1alpha1.WebhookDescription{}, fmt.Errorf("webhook %s: only service webhooks can go into a bundle", name)
+		return operatorsv1alpha1.WebhookDescription{}, fmt.Errorf(
+			"webhook %s: only service webhooks can go into a bundle",
+			name,
+		)
 	}
 	return operatorsv1alpha1.WebhookDescription{
 		GenerateName: name, DeploymentName: d.Name, ContainerPort: 443,
@@ -313,7 +344,13 @@ func permissions(inst *Install) (*operatorsv1alpha1.StrategyDetailsDeployment, e
 			}
 			r, ok := rules[b.RoleRef.Kind+"/"+b.RoleRef.Name]
 			if !ok {
-				return nil, fmt.Errorf("%s %s refers to %s %s, which the install does not have", kind, b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+				return nil, fmt.Errorf(
+					"%s %s refers to %s %s, which the install does not have",
+					kind,
+					b.Name,
+					b.RoleRef.Kind,
+					b.RoleRef.Name,
+				)
 			}
 			target := cluster
 			if kind == "RoleBinding" {
@@ -321,17 +358,28 @@ func permissions(inst *Install) (*operatorsv1alpha1.StrategyDetailsDeployment, e
 			}
 			for _, sub := range b.Subjects {
 				if sub.Kind != rbacv1.ServiceAccountKind {
-					return nil, fmt.Errorf("%s %s binds a %s; a bundle only binds service accounts", kind, b.Name, sub.Kind)
+					return nil, fmt.Errorf(
+						"%s %s binds a %s; a bundle only binds service accounts",
+						kind,
+						b.Name,
+						sub.Kind,
+					)
 				}
 				target[sub.Name] = append(target[sub.Name], r...)
 			}
 		}
 	}
 	for _, sa := range sortedKeys(ns) {
-		s.Permissions = append(s.Permissions, operatorsv1alpha1.StrategyDeploymentPermissions{ServiceAccountName: sa, Rules: ns[sa]})
+		s.Permissions = append(
+			s.Permissions,
+			operatorsv1alpha1.StrategyDeploymentPermissions{ServiceAccountName: sa, Rules: ns[sa]},
+		)
 	}
 	for _, sa := range sortedKeys(cluster) {
-		s.ClusterPermissions = append(s.ClusterPermissions, operatorsv1alpha1.StrategyDeploymentPermissions{ServiceAccountName: sa, Rules: cluster[sa]})
+		s.ClusterPermissions = append(
+			s.ClusterPermissions,
+			operatorsv1alpha1.StrategyDeploymentPermissions{ServiceAccountName: sa, Rules: cluster[sa]},
+		)
 	}
 	return s, nil
 }

@@ -163,7 +163,8 @@ func TestParseDependsSkipsOtherKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(g["a"]) != 1 || len(g["a"][0]) != 1 || g["a"][0][0].name != "b" || !slices.Equal(g["a"][0][0].providers, []string{"bb"}) {
+	if len(g["a"]) != 1 || len(g["a"][0]) != 1 || g["a"][0][0].name != "b" ||
+		!slices.Equal(g["a"][0][0].providers, []string{"bb"}) {
 		t.Fatalf("graph of a = %+v, want one dependency b provided by bb", g["a"])
 	}
 }

@@ -96,7 +96,10 @@ func TestLvmsImageToolsRun(t *testing.T) {
 		{"usr/bin/umount", "-V"}, {"usr/sbin/dmsetup", "version"}, {"usr/sbin/thin_check", "-V"},
 		{"usr/sbin/fsck", "-V"},
 	} {
-		out, err := exec.CommandContext(ctx, ld, append([]string{"--library-path", libs, filepath.Join(root, tc[0])}, tc[1:]...)...).CombinedOutput()
+		out, err := exec.CommandContext(
+			ctx,
+			ld,
+			append([]string{"--library-path", libs, filepath.Join(root, tc[0])}, tc[1:]...)...).CombinedOutput()
 		if strings.Contains(string(out), "error while loading shared libraries") || isExecError(err) {
 			t.Errorf("%s: %v: %s", tc[0], err, out)
 			continue

@@ -39,7 +39,13 @@ func (b *Builder) Lvms(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	bin.Path = "/usr/bin/lvms"
-	sbom, err := SBOM{Image: ref, Version: b.opts.Version, Created: b.opts.Epoch, Debs: debs, Binaries: []GoBinary{bin}}.JSON()
+	sbom, err := SBOM{
+		Image:    ref,
+		Version:  b.opts.Version,
+		Created:  b.opts.Epoch,
+		Debs:     debs,
+		Binaries: []GoBinary{bin},
+	}.JSON()
 	if err != nil {
 		return Result{}, err
 	}

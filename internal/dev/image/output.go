@@ -232,7 +232,12 @@ func Push(ctx context.Context, archive, ref string) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	if err := remote.Write(r, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+	if err := remote.Write(
+		r,
+		img,
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(authn.DefaultKeychain),
+	); err != nil {
 		return v1.Hash{}, fmt.Errorf("push %s: %w", ref, err)
 	}
 	d, err := img.Digest()

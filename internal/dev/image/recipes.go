@@ -18,10 +18,26 @@ type Sidecar struct {
 
 // Sidecars are the sidecar images of the local cluster, at the versions hack/csi-tools.sh pins.
 var Sidecars = []Sidecar{
-	{"csi-provisioner", "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0", "https://github.com/kubernetes-csi/external-provisioner"},
-	{"csi-resizer", "registry.k8s.io/sig-storage/csi-resizer:v2.3.0", "https://github.com/kubernetes-csi/external-resizer"},
-	{"csi-snapshotter", "registry.k8s.io/sig-storage/csi-snapshotter:v8.7.0", "https://github.com/kubernetes-csi/external-snapshotter"},
-	{"snapshot-controller", "registry.k8s.io/sig-storage/snapshot-controller:v8.7.0", "https://github.com/kubernetes-csi/external-snapshotter"},
+	{
+		"csi-provisioner",
+		"registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
+		"https://github.com/kubernetes-csi/external-provisioner",
+	},
+	{
+		"csi-resizer",
+		"registry.k8s.io/sig-storage/csi-resizer:v2.3.0",
+		"https://github.com/kubernetes-csi/external-resizer",
+	},
+	{
+		"csi-snapshotter",
+		"registry.k8s.io/sig-storage/csi-snapshotter:v8.7.0",
+		"https://github.com/kubernetes-csi/external-snapshotter",
+	},
+	{
+		"snapshot-controller",
+		"registry.k8s.io/sig-storage/snapshot-controller:v8.7.0",
+		"https://github.com/kubernetes-csi/external-snapshotter",
+	},
 }
 
 // lvmsPackages are the Debian packages of the host tools lvms runs (lvm, mkfs.*, resize2fs,

@@ -12,15 +12,31 @@ func testSBOM() SBOM {
 	return SBOM{
 		Image: "ghcr.io/lvm-operator/lvms:v0.1.0", Version: "v0.1.0", Created: epoch,
 		Debs: []Deb{
-			{Name: "lvm2", Version: "2.03.16-2", Arch: "amd64", SHA256: "aa11", Filename: "pool/main/l/lvm2/lvm2_2.03.16-2_amd64.deb"},
-			{Name: "libcrypt1", Version: "1:4.4.33-2", Arch: "amd64", SHA256: "bb22", Filename: "pool/main/libx/libxcrypt/libcrypt1_4.4.33-2_amd64.deb"},
+			{
+				Name:     "lvm2",
+				Version:  "2.03.16-2",
+				Arch:     "amd64",
+				SHA256:   "aa11",
+				Filename: "pool/main/l/lvm2/lvm2_2.03.16-2_amd64.deb",
+			},
+			{
+				Name:     "libcrypt1",
+				Version:  "1:4.4.33-2",
+				Arch:     "amd64",
+				SHA256:   "bb22",
+				Filename: "pool/main/libx/libxcrypt/libcrypt1_4.4.33-2_amd64.deb",
+			},
 		},
 		Binaries: []GoBinary{{Path: "/usr/bin/lvms", Info: &debug.BuildInfo{
 			GoVersion: "go1.26.8",
 			Main:      debug.Module{Path: Module, Version: "(devel)"},
 			Deps: []*debug.Module{
 				{Path: "github.com/spf13/cobra", Version: "v1.10.2"},
-				{Path: "k8s.io/api", Version: "v0.37.0", Replace: &debug.Module{Path: "k8s.io/api", Version: "v0.37.1"}},
+				{
+					Path:    "k8s.io/api",
+					Version: "v0.37.0",
+					Replace: &debug.Module{Path: "k8s.io/api", Version: "v0.37.1"},
+				},
 			},
 			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abc"}},
 		}}},
@@ -36,7 +52,8 @@ func TestSBOM(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.SPDXVersion != "SPDX-2.3" || doc.DataLicense != "CC0-1.0" || doc.CreationInfo.Created != "2023-11-14T22:13:20Z" {
+	if doc.SPDXVersion != "SPDX-2.3" || doc.DataLicense != "CC0-1.0" ||
+		doc.CreationInfo.Created != "2023-11-14T22:13:20Z" {
 		t.Errorf("header: %+v %+v", doc.SPDXVersion, doc.CreationInfo)
 	}
 	byName := map[string]spdxPackage{}
@@ -49,7 +66,8 @@ func TestSBOM(t *testing.T) {
 		}
 		ids[p.SPDXID] = true
 	}
-	if p := byName["libcrypt1"]; p.VersionInfo != "1:4.4.33-2" || len(p.Checksums) != 1 || p.Checksums[0].ChecksumValue != "bb22" ||
+	if p := byName["libcrypt1"]; p.VersionInfo != "1:4.4.33-2" || len(p.Checksums) != 1 ||
+		p.Checksums[0].ChecksumValue != "bb22" ||
 		p.ExternalRefs[0].ReferenceLocator != "pkg:deb/debian/libcrypt1@1%3A4.4.33-2?arch=amd64&distro=debian-12" {
 		t.Errorf("libcrypt1: %+v", p)
 	}
@@ -70,7 +88,11 @@ func TestSBOM(t *testing.T) {
 		}
 	}
 	if len(doc.Relationships) != len(doc.Packages) {
-		t.Errorf("%d relationships for %d packages: every package is described or contained", len(doc.Relationships), len(doc.Packages))
+		t.Errorf(
+			"%d relationships for %d packages: every package is described or contained",
+			len(doc.Relationships),
+			len(doc.Packages),
+		)
 	}
 }
 

@@ -86,7 +86,14 @@ func TestWriteTarHeaders(t *testing.T) {
 		}
 		names = append(names, hdr.Name)
 		if !hdr.ModTime.Equal(epoch) || hdr.Uname != "" || hdr.Gname != "" || !hdr.AccessTime.IsZero() {
-			t.Errorf("%s: time %v uname %q gname %q atime %v", hdr.Name, hdr.ModTime, hdr.Uname, hdr.Gname, hdr.AccessTime)
+			t.Errorf(
+				"%s: time %v uname %q gname %q atime %v",
+				hdr.Name,
+				hdr.ModTime,
+				hdr.Uname,
+				hdr.Gname,
+				hdr.AccessTime,
+			)
 		}
 		if hdr.Name == "home/nonroot/" && (hdr.Uid != 65532 || hdr.Mode != 0o700) {
 			t.Errorf("home/nonroot: uid %d mode %o", hdr.Uid, hdr.Mode)

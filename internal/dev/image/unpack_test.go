@@ -38,7 +38,11 @@ func TestAddTarMergesUsrAndDropsDocs(t *testing.T) {
 		{Name: "./sbin/mke2fs", Typeflag: tar.TypeReg, Mode: 0o755},
 		{Name: "./sbin/mkfs.ext4", Typeflag: tar.TypeLink, Linkname: "./sbin/mke2fs"},
 		{Name: "./sbin/lvs", Typeflag: tar.TypeSymlink, Linkname: "lvm"},
-		{Name: "./lib/x86_64-linux-gnu/libfoo.so.1", Typeflag: tar.TypeSymlink, Linkname: "../../usr/lib/x86_64-linux-gnu/libfoo.so.1.0"},
+		{
+			Name:     "./lib/x86_64-linux-gnu/libfoo.so.1",
+			Typeflag: tar.TypeSymlink,
+			Linkname: "../../usr/lib/x86_64-linux-gnu/libfoo.so.1.0",
+		},
 		{Name: "./lib64/ld-linux-x86-64.so.2", Typeflag: tar.TypeSymlink, Linkname: "/lib/x86_64-linux-gnu/ld.so"},
 		{Name: "./etc/lvm/lvm.conf", Typeflag: tar.TypeReg, Mode: 0o644},
 		{Name: "./usr/share/doc/lvm2/changelog.gz", Typeflag: tar.TypeReg, Mode: 0o644},
@@ -51,13 +55,16 @@ func TestAddTarMergesUsrAndDropsDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]Entry{
-		"usr/sbin/mke2fs":                      {Type: tar.TypeReg},
-		"usr/sbin/mkfs.ext4":                   {Type: tar.TypeLink, Link: "usr/sbin/mke2fs"},
-		"usr/sbin/lvs":                         {Type: tar.TypeSymlink, Link: "/sbin/lvm"},
-		"usr/lib/x86_64-linux-gnu/libfoo.so.1": {Type: tar.TypeSymlink, Link: "/usr/lib/x86_64-linux-gnu/libfoo.so.1.0"},
-		"usr/lib64/ld-linux-x86-64.so.2":       {Type: tar.TypeSymlink, Link: "/lib/x86_64-linux-gnu/ld.so"},
-		"etc/lvm/lvm.conf":                     {Type: tar.TypeReg},
-		"usr/share/doc/lvm2/copyright":         {Type: tar.TypeReg},
+		"usr/sbin/mke2fs":    {Type: tar.TypeReg},
+		"usr/sbin/mkfs.ext4": {Type: tar.TypeLink, Link: "usr/sbin/mke2fs"},
+		"usr/sbin/lvs":       {Type: tar.TypeSymlink, Link: "/sbin/lvm"},
+		"usr/lib/x86_64-linux-gnu/libfoo.so.1": {
+			Type: tar.TypeSymlink,
+			Link: "/usr/lib/x86_64-linux-gnu/libfoo.so.1.0",
+		},
+		"usr/lib64/ld-linux-x86-64.so.2": {Type: tar.TypeSymlink, Link: "/lib/x86_64-linux-gnu/ld.so"},
+		"etc/lvm/lvm.conf":               {Type: tar.TypeReg},
+		"usr/share/doc/lvm2/copyright":   {Type: tar.TypeReg},
 	}
 	for p, w := range want {
 		e, ok := tree.Get(p)

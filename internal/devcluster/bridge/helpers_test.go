@@ -102,7 +102,11 @@ func hello(name string) http.Handler {
 }
 
 // get fetches url with a fresh connection made by dial (nil: the default dialer).
-func get(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), url string) (string, error) {
+func get(
+	ctx context.Context,
+	dial func(context.Context, string, string) (net.Conn, error),
+	url string,
+) (string, error) {
 	tr := &http.Transport{DialContext: dial, DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

@@ -143,8 +143,14 @@ func TestUMLBridge(t *testing.T) {
 		defer hsCancel()
 		res, err := uml.Run(ctx, uml.Options{
 			Command: []string{"/bin/sh", "-c", guestScript},
-			Env: map[string]string{"BIN": bin, "HOST_PROBE": hostProbe, "VERBOSE": os.Getenv("BRIDGE_VERBOSE"),
-				"SIZE": probeSize(), "LINE_WINDOW": strconv.Itoa(lineWindow()), "LIMIT": envOr("BRIDGE_PROBE_LIMIT", "3m")},
+			Env: map[string]string{
+				"BIN":         bin,
+				"HOST_PROBE":  hostProbe,
+				"VERBOSE":     os.Getenv("BRIDGE_VERBOSE"),
+				"SIZE":        probeSize(),
+				"LINE_WINDOW": strconv.Itoa(lineWindow()),
+				"LIMIT":       envOr("BRIDGE_PROBE_LIMIT", "3m"),
+			},
 			SerialLines: []uml.SerialLine{{Index: 1, File: guestEnd}},
 			MemoryMiB:   256,
 			Timeout:     7 * time.Minute,
@@ -170,7 +176,11 @@ func TestUMLBridge(t *testing.T) {
 	}
 	out, err := exec.CommandContext(ctx, probe, "get", "-url", "http://"+exposed.String(),
 		"-n", "20", "-size", probeSize(), "-wait", "2m", "-timeout", envOr("BRIDGE_PROBE_LIMIT", "3m")).CombinedOutput()
-	t.Logf("host → guest: first answer %s after launch; %s", time.Since(launch).Round(time.Millisecond), bytes.TrimSpace(out))
+	t.Logf(
+		"host → guest: first answer %s after launch; %s",
+		time.Since(launch).Round(time.Millisecond),
+		bytes.TrimSpace(out),
+	)
 	if err != nil || !probeLine.Match(out) {
 		t.Errorf("host → guest probe: %v\n%s", err, out)
 		buf := make([]byte, 1<<20)

@@ -134,13 +134,34 @@ const (
 func (d *demo) steps() []step {
 	provisioning := []string{"csi-provisioner", "operator", "kube-scheduler", "node-*-agent", "node-*-kubelet"}
 	return []step{
-		{fmt.Sprintf("cluster up (%d nodes, %d x %d GiB disks each)", d.o.Up.Nodes, d.o.Up.Disks, d.o.Up.DiskSize>>30), []string{"supervisor", "node-*-console", "node-*-guestbridge", "node-*-containerd", "node-*-kubelet"}, d.up},
+		{
+			fmt.Sprintf(
+				"cluster up (%d nodes, %d x %d GiB disks each)",
+				d.o.Up.Nodes,
+				d.o.Up.Disks,
+				d.o.Up.DiskSize>>30,
+			),
+			[]string{"supervisor", "node-*-console", "node-*-guestbridge", "node-*-containerd", "node-*-kubelet"},
+			d.up,
+		},
 		{"LVMCluster Ready", []string{"operator", "node-*-agent"}, d.lvmCluster},
 		{"PVC + pod: provision, mount, write", provisioning, d.provision},
-		{"online expansion 1Gi -> 2Gi", []string{"csi-resizer", "operator", "node-*-agent", "node-*-kubelet"}, d.expand},
-		{"VolumeSnapshot readyToUse", []string{"csi-snapshotter", "snapshot-controller", "operator", "node-*-agent"}, d.snapshot},
+		{
+			"online expansion 1Gi -> 2Gi",
+			[]string{"csi-resizer", "operator", "node-*-agent", "node-*-kubelet"},
+			d.expand,
+		},
+		{
+			"VolumeSnapshot readyToUse",
+			[]string{"csi-snapshotter", "snapshot-controller", "operator", "node-*-agent"},
+			d.snapshot,
+		},
 		{"clone from the snapshot, same data", provisioning, d.restore},
-		{"delete pods, PVCs, snapshot: LVs removed", []string{"csi-provisioner", "csi-snapshotter", "operator", "node-*-agent", "node-*-kubelet"}, d.cleanup},
+		{
+			"delete pods, PVCs, snapshot: LVs removed",
+			[]string{"csi-provisioner", "csi-snapshotter", "operator", "node-*-agent", "node-*-kubelet"},
+			d.cleanup,
+		},
 	}
 }
 
@@ -217,8 +238,15 @@ func (d *demo) finish(ctx context.Context) error {
 		if !d.o.Keep {
 			why = "it was up before the demo"
 		}
-		fmt.Fprintf(d.out, "\nthe dev cluster stays up (%s):\n\n  export KUBECONFIG=%s\n  %s get nodes,lvmcluster -A\n\n"+
-			"stop it with: lvms-dev down --state-dir %s\n", why, d.l.Kubeconfig(), d.kubectlHint(), d.l.Dir)
+		fmt.Fprintf(
+			d.out,
+			"\nthe dev cluster stays up (%s):\n\n  export KUBECONFIG=%s\n  %s get nodes,lvmcluster -A\n\n"+
+				"stop it with: lvms-dev down --state-dir %s\n",
+			why,
+			d.l.Kubeconfig(),
+			d.kubectlHint(),
+			d.l.Dir,
+		)
 		return nil
 	case !d.startedCluster:
 		return nil

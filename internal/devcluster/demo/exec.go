@@ -21,7 +21,13 @@ import (
 // hostPID). It returns stdout followed by stderr. It costs a UML node a few seconds where a pod of
 // its own costs about half a minute (sandbox, CNI, shim, teardown). The demo and the e2e suite
 // use it for lvs and vgs on a node.
-func AgentExec(ctx context.Context, cfg *rest.Config, c client.Client, cs kubernetes.Interface, ns, node, script string) (string, error) {
+func AgentExec(
+	ctx context.Context,
+	cfg *rest.Config,
+	c client.Client,
+	cs kubernetes.Interface,
+	ns, node, script string,
+) (string, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns),
 		client.MatchingLabels{"app.kubernetes.io/name": lvmcluster.NodeDaemonSetName},

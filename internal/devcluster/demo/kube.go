@@ -71,7 +71,11 @@ func newKube(kubeconfig, ns string, timeout time.Duration, out io.Writer) (*kube
 
 // waitFor polls cond until it is done; cond describes what it saw, and a timeout reports the last
 // description.
-func (k *kube) waitFor(ctx context.Context, what string, cond func(ctx context.Context) (done bool, saw string, err error)) error {
+func (k *kube) waitFor(
+	ctx context.Context,
+	what string,
+	cond func(ctx context.Context) (done bool, saw string, err error),
+) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, k.timeout, true, func(ctx context.Context) (bool, error) {
 		done, saw, err := cond(ctx)
@@ -120,7 +124,11 @@ type podSpec struct {
 
 func (k *kube) createPod(ctx context.Context, s podSpec) error {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: k.ns, Labels: map[string]string{"app.kubernetes.io/part-of": "lvms-dev-demo"}},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      s.name,
+			Namespace: k.ns,
+			Labels:    map[string]string{"app.kubernetes.io/part-of": "lvms-dev-demo"},
+		},
 		Spec: corev1.PodSpec{
 			NodeName:      s.nodeName,
 			RestartPolicy: s.restart,
@@ -150,18 +158,22 @@ func (k *kube) createPod(ctx context.Context, s podSpec) error {
 // podPhase waits until the pod reaches one of the phases and returns it.
 func (k *kube) podPhase(ctx context.Context, name string, phases ...corev1.PodPhase) (*corev1.Pod, error) {
 	var pod corev1.Pod
-	err := k.waitFor(ctx, fmt.Sprintf("pod %s to be %v", name, phases), func(ctx context.Context) (bool, string, error) {
-		if err := k.c.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: name}, &pod); err != nil {
-			return false, "", fmt.Errorf("get pod %s: %w", name, err)
-		}
-		if slices.Contains(phases, pod.Status.Phase) {
-			return true, "", nil
-		}
-		if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
-			return false, "", fmt.Errorf("pod %s ended %s: %s", name, pod.Status.Phase, k.output(ctx, &pod))
-		}
-		return false, describePod(&pod), nil
-	})
+	err := k.waitFor(
+		ctx,
+		fmt.Sprintf("pod %s to be %v", name, phases),
+		func(ctx context.Context) (bool, string, error) {
+			if err := k.c.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: name}, &pod); err != nil {
+				return false, "", fmt.Errorf("get pod %s: %w", name, err)
+			}
+			if slices.Contains(phases, pod.Status.Phase) {
+				return true, "", nil
+			}
+			if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+				return false, "", fmt.Errorf("pod %s ended %s: %s", name, pod.Status.Phase, k.output(ctx, &pod))
+			}
+			return false, describePod(&pod), nil
+		},
+	)
 	return &pod, err
 }
 
@@ -182,7 +194,14 @@ func describePod(pod *corev1.Pod) string {
 // output is the pod's last output: its log (the pods/log API, which the apiserver fetches from
 // the kubelet).
 func (k *kube) output(ctx context.Context, pod *corev1.Pod) string {
-	b, err := k.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: new(int64(outputLines))}).DoRaw(ctx)
+	b, err := k.cs.CoreV1().Pods(
+		pod.Namespace,
+	).GetLogs(
+		pod.Name,
+		&corev1.PodLogOptions{TailLines: new(int64(outputLines))},
+	).DoRaw(
+		ctx,
+	)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
@@ -224,6 +243,10 @@ func (k *kube) waitGone(ctx context.Context, what string, obj client.Object, nam
 		if err != nil {
 			return false, "", fmt.Errorf("get %s: %w", what, err)
 		}
-		return false, fmt.Sprintf("still there (deletion requested: %t, finalizers %v)", obj.GetDeletionTimestamp() != nil, obj.GetFinalizers()), nil
+		return false, fmt.Sprintf(
+			"still there (deletion requested: %t, finalizers %v)",
+			obj.GetDeletionTimestamp() != nil,
+			obj.GetFinalizers(),
+		), nil
 	})
 }

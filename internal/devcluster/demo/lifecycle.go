@@ -28,32 +28,45 @@ func (d *demo) expand(ctx context.Context) error {
 		return fmt.Errorf("patch PVC %s to %s: %w", claimName, expandedSize.String(), err)
 	}
 	fmt.Fprintf(d.out, "patched PVC %s to %s (pod %s keeps it mounted)\n", claimName, expandedSize.String(), podName)
-	err := d.k.waitFor(ctx, "PV and PVC capacity "+expandedSize.String(), func(ctx context.Context) (bool, string, error) {
-		if err := d.k.c.Get(ctx, key, &pvc); err != nil {
-			return false, "", fmt.Errorf("get PVC %s: %w", claimName, err)
-		}
-		pv, err := d.k.pv(ctx, pvc.Spec.VolumeName)
-		if err != nil {
-			return false, "", err
-		}
-		pvCap, pvcCap := pv.Spec.Capacity[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
-		saw := fmt.Sprintf("PV %s, PVC status %s, conditions %v", pvCap.String(), pvcCap.String(), pvc.Status.Conditions)
-		return pvCap.Cmp(expandedSize) >= 0 && pvcCap.Cmp(expandedSize) >= 0, saw, nil
-	})
+	err := d.k.waitFor(
+		ctx,
+		"PV and PVC capacity "+expandedSize.String(),
+		func(ctx context.Context) (bool, string, error) {
+			if err := d.k.c.Get(ctx, key, &pvc); err != nil {
+				return false, "", fmt.Errorf("get PVC %s: %w", claimName, err)
+			}
+			pv, err := d.k.pv(ctx, pvc.Spec.VolumeName)
+			if err != nil {
+				return false, "", err
+			}
+			pvCap, pvcCap := pv.Spec.Capacity[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
+			saw := fmt.Sprintf(
+				"PV %s, PVC status %s, conditions %v",
+				pvCap.String(),
+				pvcCap.String(),
+				pvc.Status.Conditions,
+			)
+			return pvCap.Cmp(expandedSize) >= 0 && pvcCap.Cmp(expandedSize) >= 0, saw, nil
+		},
+	)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "PV %s and PVC %s report %s\n", pvc.Spec.VolumeName, claimName, expandedSize.String())
 	var tail string
-	err = d.k.waitFor(ctx, "the filesystem in pod "+podName+" to grow", func(ctx context.Context) (bool, string, error) {
-		var p corev1.Pod
-		if err := d.k.c.Get(ctx, client.ObjectKey{Namespace: d.k.ns, Name: podName}, &p); err != nil {
-			return false, "", fmt.Errorf("get pod %s: %w", podName, err)
-		}
-		tail = d.k.output(ctx, &p)
-		kib, ok := LastDFSize(tail)
-		return ok && kib > 3<<19, fmt.Sprintf("df output %q", tail), nil // > 1.5 GiB
-	})
+	err = d.k.waitFor(
+		ctx,
+		"the filesystem in pod "+podName+" to grow",
+		func(ctx context.Context) (bool, string, error) {
+			var p corev1.Pod
+			if err := d.k.c.Get(ctx, client.ObjectKey{Namespace: d.k.ns, Name: podName}, &p); err != nil {
+				return false, "", fmt.Errorf("get pod %s: %w", podName, err)
+			}
+			tail = d.k.output(ctx, &p)
+			kib, ok := LastDFSize(tail)
+			return ok && kib > 3<<19, fmt.Sprintf("df output %q", tail), nil // > 1.5 GiB
+		},
+	)
 	if err != nil {
 		return err
 	}
@@ -105,10 +118,26 @@ func (d *demo) restore(ctx context.Context) error {
 		return err
 	}
 	script := "cat " + demoFile + " && df -k " + mountPath + " | tail -n 1"
-	if err := d.k.createPod(ctx, podSpec{name: clonePodName, script: script, claim: cloneName, onNode: d.node, restart: corev1.RestartPolicyNever}); err != nil {
+	if err := d.k.createPod(
+		ctx,
+		podSpec{
+			name:    clonePodName,
+			script:  script,
+			claim:   cloneName,
+			onNode:  d.node,
+			restart: corev1.RestartPolicyNever,
+		},
+	); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "created PVC %s from VolumeSnapshot %s and pod %s (node %s)\n", cloneName, snapshotName, clonePodName, d.node)
+	fmt.Fprintf(
+		d.out,
+		"created PVC %s from VolumeSnapshot %s and pod %s (node %s)\n",
+		cloneName,
+		snapshotName,
+		clonePodName,
+		d.node,
+	)
 	pod, err := d.k.podPhase(ctx, clonePodName, corev1.PodSucceeded)
 	if err != nil {
 		return err
@@ -131,7 +160,15 @@ func (d *demo) cleanup(ctx context.Context) error {
 	if err := d.deleteDemoObjects(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "deleted pods %s, %s, PVCs %s, %s and VolumeSnapshot %s\n", podName, clonePodName, claimName, cloneName, snapshotName)
+	fmt.Fprintf(
+		d.out,
+		"deleted pods %s, %s, PVCs %s, %s and VolumeSnapshot %s\n",
+		podName,
+		clonePodName,
+		claimName,
+		cloneName,
+		snapshotName,
+	)
 	err := d.k.waitFor(ctx, "the LogicalVolumes to be gone", func(ctx context.Context) (bool, string, error) {
 		left, err := d.k.logicalVolumes(ctx, d.lvIDs...)
 		if err != nil {

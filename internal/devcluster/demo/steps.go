@@ -62,7 +62,11 @@ func (d *demo) lvmCluster(ctx context.Context) error {
 		if err := d.k.c.Get(ctx, key, &got); err != nil {
 			return false, "", fmt.Errorf("get LVMCluster %s: %w", key, err)
 		}
-		return got.Status.State == lvmv1alpha1.LVMStatusReady, fmt.Sprintf("state %q %s", got.Status.State, vgSummary(&got)), nil
+		return got.Status.State == lvmv1alpha1.LVMStatusReady, fmt.Sprintf(
+			"state %q %s",
+			got.Status.State,
+			vgSummary(&got),
+		), nil
 	})
 	if err != nil {
 		return err
@@ -78,19 +82,23 @@ func (d *demo) waitCapacity(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = d.k.waitFor(ctx, "CSIStorageCapacity of "+storageClass+" on every node", func(ctx context.Context) (bool, string, error) {
-		var list storagev1.CSIStorageCapacityList
-		if err := d.k.c.List(ctx, &list); err != nil {
-			return false, "", fmt.Errorf("list CSIStorageCapacity: %w", err)
-		}
-		var seen []string
-		for _, c := range list.Items {
-			if c.StorageClassName == storageClass && c.Capacity != nil && !c.Capacity.IsZero() {
-				seen = append(seen, c.Name+"="+c.Capacity.String())
+	err = d.k.waitFor(
+		ctx,
+		"CSIStorageCapacity of "+storageClass+" on every node",
+		func(ctx context.Context) (bool, string, error) {
+			var list storagev1.CSIStorageCapacityList
+			if err := d.k.c.List(ctx, &list); err != nil {
+				return false, "", fmt.Errorf("list CSIStorageCapacity: %w", err)
 			}
-		}
-		return len(seen) >= len(nodes), "capacity " + strings.Join(seen, ", "), nil
-	})
+			var seen []string
+			for _, c := range list.Items {
+				if c.StorageClassName == storageClass && c.Capacity != nil && !c.Capacity.IsZero() {
+					seen = append(seen, c.Name+"="+c.Capacity.String())
+				}
+			}
+			return len(seen) >= len(nodes), "capacity " + strings.Join(seen, ", "), nil
+		},
+	)
 	if err != nil {
 		return err
 	}
@@ -124,7 +132,10 @@ func (d *demo) provision(ctx context.Context) error {
 	if err := d.k.createClaim(ctx, claimName, "1Gi", nil); err != nil {
 		return err
 	}
-	if err := d.k.createPod(ctx, podSpec{name: podName, script: writerScript, claim: claimName, restart: corev1.RestartPolicyNever}); err != nil {
+	if err := d.k.createPod(
+		ctx,
+		podSpec{name: podName, script: writerScript, claim: claimName, restart: corev1.RestartPolicyNever},
+	); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "created PVC %s (%s, 1Gi) and pod %s\n", claimName, storageClass, podName)
@@ -185,7 +196,12 @@ func (d *demo) showLVs(ctx context.Context, want ...string) error {
 	if err != nil {
 		return fmt.Errorf("lvs on node %s: %w", d.node, err)
 	}
-	fmt.Fprintf(d.out, "lvs on node %s (kubectl exec into its node agent, nsenter into the node):\n%s\n", d.node, indent(out))
+	fmt.Fprintf(
+		d.out,
+		"lvs on node %s (kubectl exec into its node agent, nsenter into the node):\n%s\n",
+		d.node,
+		indent(out),
+	)
 	for _, lv := range want {
 		if !strings.Contains(out, lv) {
 			return fmt.Errorf("LV %s is not in lvs on node %s", lv, d.node)

@@ -17,8 +17,16 @@ import (
 
 // The VolumeSnapshot API, used as unstructured objects.
 var (
-	snapshotGVK        = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"}
-	snapshotContentGVK = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotContent"}
+	snapshotGVK = schema.GroupVersionKind{
+		Group:   "snapshot.storage.k8s.io",
+		Version: "v1",
+		Kind:    "VolumeSnapshot",
+	}
+	snapshotContentGVK = schema.GroupVersionKind{
+		Group:   "snapshot.storage.k8s.io",
+		Version: "v1",
+		Kind:    "VolumeSnapshotContent",
+	}
 )
 
 func (k *kube) createClaim(ctx context.Context, name, size string, source *corev1.TypedObjectReference) error {
@@ -91,14 +99,18 @@ func (k *kube) logicalVolumes(ctx context.Context, volumeIDs ...string) ([]topol
 // waitOutput waits until the pod's output contains want and returns it.
 func (k *kube) waitOutput(ctx context.Context, pod string, want string) (string, error) {
 	var tail string
-	err := k.waitFor(ctx, fmt.Sprintf("pod %s to print %q", pod, want), func(ctx context.Context) (bool, string, error) {
-		var p corev1.Pod
-		if err := k.c.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: pod}, &p); err != nil {
-			return false, "", fmt.Errorf("get pod %s: %w", pod, err)
-		}
-		tail = k.output(ctx, &p)
-		return strings.Contains(tail, want), describePod(&p) + " output " + fmt.Sprintf("%q", tail), nil
-	})
+	err := k.waitFor(
+		ctx,
+		fmt.Sprintf("pod %s to print %q", pod, want),
+		func(ctx context.Context) (bool, string, error) {
+			var p corev1.Pod
+			if err := k.c.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: pod}, &p); err != nil {
+				return false, "", fmt.Errorf("get pod %s: %w", pod, err)
+			}
+			tail = k.output(ctx, &p)
+			return strings.Contains(tail, want), describePod(&p) + " output " + fmt.Sprintf("%q", tail), nil
+		},
+	)
 	return tail, err
 }
 

@@ -52,7 +52,21 @@ func thin(v *vg, l *lv, a args, perm byte) error {
 	if err != nil {
 		return err
 	}
-	l.size, l.pool, l.attr = ceil(size, v.extent)*v.extent, pool.name, []byte{'V', perm, 'i', '-', 'a', '-', 't', 'z', '-', '-'}
+	l.size, l.pool, l.attr = ceil(
+		size,
+		v.extent,
+	)*v.extent, pool.name, []byte{
+		'V',
+		perm,
+		'i',
+		'-',
+		'a',
+		'-',
+		't',
+		'z',
+		'-',
+		'-',
+	}
 	return nil
 }
 
@@ -84,7 +98,13 @@ func thick(v *vg, l *lv, a args, perm byte) error {
 		phys = images * (ext/uint64(data) + 1)
 	}
 	if phys > v.freeExtents() {
-		return failf(5, "Volume group \"%s\" has insufficient free space (%d extents): %d required.", v.name, v.freeExtents(), phys)
+		return failf(
+			5,
+			"Volume group \"%s\" has insufficient free space (%d extents): %d required.",
+			v.name,
+			v.freeExtents(),
+			phys,
+		)
 	}
 	l.size, l.physical, l.attr = ext*v.extent, phys, []byte{'-', perm, 'i', '-', 'a', '-', '-', '-', '-', '-'}
 	return nil
@@ -110,7 +130,13 @@ func (f *LVM) snapshot(v *vg, l *lv, originName string, a args, perm byte) error
 	}
 	ext := ceil(size, v.extent)
 	if ext > v.freeExtents() {
-		return failf(5, "Volume group \"%s\" has insufficient free space (%d extents): %d required.", v.name, v.freeExtents(), ext)
+		return failf(
+			5,
+			"Volume group \"%s\" has insufficient free space (%d extents): %d required.",
+			v.name,
+			v.freeExtents(),
+			ext,
+		)
 	}
 	l.size, l.physical = ext*v.extent, ext
 	l.attr = []byte{'s', perm, 'i', '-', 'a', '-', 's', '-', '-', '-'}
@@ -207,7 +233,12 @@ func (f *LVM) lvextend(a args) error {
 	}
 	if l.attr[0] != 'V' {
 		if ext-cur > v.freeExtents() {
-			return failf(5, "Insufficient free space: %d extents needed, but only %d available", ext-cur, v.freeExtents())
+			return failf(
+				5,
+				"Insufficient free space: %d extents needed, but only %d available",
+				ext-cur,
+				v.freeExtents(),
+			)
 		}
 		l.physical += ext - cur
 	}

@@ -70,7 +70,10 @@ func (f *LVM) AddThinPool(vgName, name string, size uint64) {
 	defer f.mu.Unlock()
 	v := f.vg(vgName)
 	ext := ceil(size, v.extent)
-	v.lvs = append(v.lvs, &lv{name: name, attr: []byte("twi-aotz--"), size: ext * v.extent, physical: ext + 2, uuid: f.uuid()})
+	v.lvs = append(
+		v.lvs,
+		&lv{name: name, attr: []byte("twi-aotz--"), size: ext * v.extent, physical: ext + 2, uuid: f.uuid()},
+	)
 }
 
 // AddLV adds a linear LV with tags (e.g. a foreign LV without the lvms tag).
@@ -79,7 +82,10 @@ func (f *LVM) AddLV(vgName, name string, size uint64, tags ...string) {
 	defer f.mu.Unlock()
 	v := f.vg(vgName)
 	ext := ceil(size, v.extent)
-	v.lvs = append(v.lvs, &lv{name: name, attr: []byte("-wi-a-----"), size: ext * v.extent, physical: ext, tags: tags, uuid: f.uuid()})
+	v.lvs = append(
+		v.lvs,
+		&lv{name: name, attr: []byte("-wi-a-----"), size: ext * v.extent, physical: ext, tags: tags, uuid: f.uuid()},
+	)
 }
 
 // FailNext makes the next execution of `lvm <sub>` fail with exitCode and
@@ -140,7 +146,13 @@ func (f *LVM) Exec(ctx context.Context, c exec.Cmd) error {
 		}
 	}
 	if code != 0 {
-		return &exec.Error{Cmd: c.Name, Args: c.Args, ExitCode: code, Stderr: stderr, Err: fmt.Errorf("exit status %d", code)}
+		return &exec.Error{
+			Cmd:      c.Name,
+			Args:     c.Args,
+			ExitCode: code,
+			Stderr:   stderr,
+			Err:      fmt.Errorf("exit status %d", code),
+		}
 	}
 	return nil
 }

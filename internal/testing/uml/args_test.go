@@ -133,7 +133,8 @@ func TestSpecScriptRejects(t *testing.T) {
 
 func TestGuestEnv(t *testing.T) {
 	env := guestEnv(map[string]string{"PATH": "/x", "K": "v"}, "/out")
-	if env["PATH"] != "/x" || env["K"] != "v" || env["LVMS_GUEST"] != "1" || env["LVMS_GUEST_OUT"] != "/out" || env["HOME"] != "/root" {
+	if env["PATH"] != "/x" || env["K"] != "v" || env["LVMS_GUEST"] != "1" || env["LVMS_GUEST_OUT"] != "/out" ||
+		env["HOME"] != "/root" {
 		t.Errorf("guestEnv = %v", env)
 	}
 }
@@ -155,13 +156,22 @@ func TestStandardLayout(t *testing.T) {
 	if got, want := env["LVMS_GUEST_DISKS"], "/dev/ubda,/dev/ubdb,/dev/ubdc,/dev/ubdd,/dev/ubde,/dev/ubdf,/dev/ubdg"; got != want {
 		t.Errorf("LVMS_GUEST_DISKS = %q, want %q", got, want)
 	}
-	if env["LVMS_GUEST_RO_DISK"] != "/dev/ubdh" || env["LVMS_GUEST"] != "1" || !strings.Contains(env["PATH"], "/usr/sbin") {
+	if env["LVMS_GUEST_RO_DISK"] != "/dev/ubdh" || env["LVMS_GUEST"] != "1" ||
+		!strings.Contains(env["PATH"], "/usr/sbin") {
 		t.Errorf("StandardEnv = %v", env)
 	}
 }
 
 func TestParseSize(t *testing.T) {
-	good := map[string]int64{"512": 512, "4K": 4 << 10, "512M": 512 << 20, "2G": 2 << 30, "1GiB": 1 << 30, "1GB": 1 << 30, "1T": 1 << 40}
+	good := map[string]int64{
+		"512":  512,
+		"4K":   4 << 10,
+		"512M": 512 << 20,
+		"2G":   2 << 30,
+		"1GiB": 1 << 30,
+		"1GB":  1 << 30,
+		"1T":   1 << 40,
+	}
 	for in, want := range good {
 		if got, err := ParseSize(in); err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)

@@ -66,7 +66,8 @@ func TestConsoleMarkersAndForwarding(t *testing.T) {
 	if fwd.String() != wantFwd {
 		t.Errorf("forwarded =\n%q\nwant\n%q", fwd.String(), wantFwd)
 	}
-	if !strings.HasPrefix(string(st.output), "Linux version 6.1\nboot noise\n") || bytes.Contains(st.output, []byte("\r")) {
+	if !strings.HasPrefix(string(st.output), "Linux version 6.1\nboot noise\n") ||
+		bytes.Contains(st.output, []byte("\r")) {
 		t.Errorf("output = %q: want everything, without \\r", st.output)
 	}
 }

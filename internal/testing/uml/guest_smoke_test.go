@@ -81,7 +81,15 @@ func TestGuestSmoke(t *testing.T) {
 			t.Errorf("lvs lacks %s", want)
 		}
 	}
-	if active := guestRun(t, "lvs", "--noheadings", "-o", "lv_active,segtype", vg+"/mirror"); !strings.Contains(active, "active") || !strings.Contains(active, "raid1") {
+	if active := guestRun(
+		t,
+		"lvs",
+		"--noheadings",
+		"-o",
+		"lv_active,segtype",
+		vg+"/mirror",
+	); !strings.Contains(active, "active") ||
+		!strings.Contains(active, "raid1") {
 		t.Errorf("raid1 LV not active: %q", active)
 	}
 }

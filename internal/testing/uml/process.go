@@ -23,7 +23,13 @@ type guestProc struct {
 
 // startUML starts the UML process in its own process group with the console on a pipe copied
 // into con.
-func startUML(kernel string, args []string, preload, runDir string, serial []SerialLine, con *console) (*guestProc, error) {
+func startUML(
+	kernel string,
+	args []string,
+	preload, runDir string,
+	serial []SerialLine,
+	con *console,
+) (*guestProc, error) {
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("console input pipe: %w", err)

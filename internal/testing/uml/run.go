@@ -119,7 +119,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 // prepare creates the disks and the run spec and returns the UML binary, its arguments and the
 // library to preload ("" for none).
-func prepare(ctx context.Context, opts Options, runDir string) (kernel string, args []string, preload string, err error) {
+func prepare(
+	ctx context.Context,
+	opts Options,
+	runDir string,
+) (kernel string, args []string, preload string, err error) {
 	kernel = opts.Kernel
 	if kernel == "" {
 		kernel = "linux.uml"

@@ -33,8 +33,12 @@ func TestUMLRunExitCodeAndOutput(t *testing.T) {
 	var console bytes.Buffer
 	out := t.TempDir()
 	res, err := Run(context.Background(), Options{
-		Command: []string{"/bin/sh", "-c", `echo hello from "$(grep -m1 vendor_id /proc/cpuinfo)"; ls -1 /dev/ubda /dev/ubdb; ` +
-			`blockdev --getro /dev/ubdb; echo result >"$LVMS_GUEST_OUT/file"; echo "env=$K"; exit 3`},
+		Command: []string{
+			"/bin/sh",
+			"-c",
+			`echo hello from "$(grep -m1 vendor_id /proc/cpuinfo)"; ls -1 /dev/ubda /dev/ubdb; ` +
+				`blockdev --getro /dev/ubdb; echo result >"$LVMS_GUEST_OUT/file"; echo "env=$K"; exit 3`,
+		},
 		Env:       map[string]string{"K": "v w"},
 		Disks:     []Disk{{Size: 64 << 20}, {Size: 32 << 20, ReadOnly: true}},
 		MemoryMiB: 256,

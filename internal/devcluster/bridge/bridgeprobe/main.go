@@ -173,7 +173,13 @@ func get(args []string) error {
 	}
 	slices.Sort(lat)
 	t0 := time.Now()
-	if got, err := fetch(ctx, http.MethodGet, *base+"/blob?size="+strconv.FormatInt(*size, 10), nil); err != nil || got != *size {
+	if got, err := fetch(
+		ctx,
+		http.MethodGet,
+		*base+"/blob?size="+strconv.FormatInt(*size, 10),
+		nil,
+	); err != nil ||
+		got != *size {
 		return fmt.Errorf("download: %d of %d bytes: %w", got, *size, err)
 	}
 	down := time.Since(t0)

@@ -39,7 +39,8 @@ func TestParseFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.tty != tc.wantTTY || !maps.Equal(c.opts.Forward, tc.wantForward) || !slices.Equal(c.opts.Allow, tc.wantAllow) {
+			if c.tty != tc.wantTTY || !maps.Equal(c.opts.Forward, tc.wantForward) ||
+				!slices.Equal(c.opts.Allow, tc.wantAllow) {
 				t.Errorf("got tty %q forward %v allow %v", c.tty, c.opts.Forward, c.opts.Allow)
 			}
 		})

@@ -37,7 +37,11 @@ func run() int {
 	var (
 		disks    = flag.String("disks", "", "disks as comma-separated [COUNTx]SIZE[:ro] groups, e.g. 7x2G,1G:ro")
 		roLast   = flag.Bool("ro-disk", false, "attach the last disk read-only")
-		standard = flag.Bool("standard-layout", false, "standard test layout: 7x2G read-write + 1G read-only, LVMS_GUEST_* env")
+		standard = flag.Bool(
+			"standard-layout",
+			false,
+			"standard test layout: 7x2G read-write + 1G read-only, LVMS_GUEST_* env",
+		)
 		mem      = flag.Int("mem", 512, "guest memory in MiB")
 		timeout  = flag.Duration("timeout", 10*time.Minute, "limit for the whole run")
 		dir      = flag.String("dir", "", "working directory of the command in the guest")
