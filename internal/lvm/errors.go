@@ -93,6 +93,9 @@ func IsInsufficientSpace(err error) bool { return is(err, ErrInsufficientSpace) 
 // IsInUse reports whether err means the LV is open.
 func IsInUse(err error) bool { return is(err, ErrInUse) }
 
+// IsInvalidArgument reports whether lvm2 rejected the command line or the options were inconsistent.
+func IsInvalidArgument(err error) bool { return is(err, ErrInvalidArgument) }
+
 // IsNotOurs reports whether the operation was refused because the VG is not
 // tagged as ours.
 func IsNotOurs(err error) bool { return errors.Is(err, ErrNotOurs) }

@@ -3,8 +3,6 @@ package lvmd
 import (
 	"errors"
 	"fmt"
-
-	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
 // Sentinel errors of the service; test with errors.Is. The gRPC server maps
@@ -37,25 +35,3 @@ var (
 	// be said about any LV: not even that it does not exist.
 	ErrClassesPending = fmt.Errorf("%w: the device classes of this node are not loaded yet", ErrNotReady)
 )
-
-// lvmError maps an internal/lvm error to the service's sentinels, keeping
-// the original in the chain.
-func lvmError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case lvm.IsInsufficientSpace(err):
-		return fmt.Errorf("%w: %w", ErrInsufficientCapacity, err)
-	case lvm.IsNotFound(err):
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	case lvm.IsAlreadyExists(err):
-		return fmt.Errorf("%w: %w", ErrAlreadyExists, err)
-	case lvm.IsInUse(err):
-		return fmt.Errorf("%w: %w", ErrInUse, err)
-	case lvm.IsNotOurs(err):
-		return fmt.Errorf("%w: %w", ErrNotOurs, err)
-	case errors.Is(err, lvm.ErrInvalidArgument):
-		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
-	}
-	return err
-}

@@ -13,7 +13,7 @@ import (
 // wire form) and the client's mapping: the client gets the same sentinel and the table's code.
 func TestReasonsRoundTrip(t *testing.T) {
 	for _, r := range reasons {
-		t.Run(r.reason, func(t *testing.T) {
+		t.Run(r.info, func(t *testing.T) {
 			sent := toStatus(fmt.Errorf("create LV x: %w", r.err))
 			wire := status.FromProto(status.Convert(sent).Proto())
 			if wire.Code() != r.code {
@@ -24,7 +24,7 @@ func TestReasonsRoundTrip(t *testing.T) {
 				t.Fatalf("client error %q is not %q", got, r.err)
 			}
 			for _, other := range reasons {
-				if other.reason != r.reason && errors.Is(got, other.err) && !errors.Is(r.err, other.err) {
+				if other.info != r.info && errors.Is(got, other.err) && !errors.Is(r.err, other.err) {
 					t.Errorf("client error %q is also %q", got, other.err)
 				}
 			}

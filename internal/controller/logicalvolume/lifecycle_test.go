@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+
 	"google.golang.org/grpc/codes"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +37,7 @@ func TestResize(t *testing.T) {
 		{name: "an LV already large enough is not touched", lv: newLV("a", size(gib+1)), newSize: gib + 2,
 			wantSize: gib + extent, wantReason: ReasonResized},
 		{name: "no space to grow", lv: newLV("a"), newSize: 20 * gib, wantSize: gib, wantExtends: 0,
-			wantCode: codes.ResourceExhausted, wantReason: ReasonInsufficientCapacity},
+			wantCode: codes.ResourceExhausted, wantReason: lvmd.ConditionInsufficientCapacity},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

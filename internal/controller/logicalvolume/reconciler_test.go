@@ -125,15 +125,15 @@ func TestCreateFailures(t *testing.T) {
 		wantTerminal bool
 	}{
 		{name: "no space", lv: newLV("a", size(20*gib)),
-			wantCode: codes.ResourceExhausted, wantReason: ReasonInsufficientCapacity},
+			wantCode: codes.ResourceExhausted, wantReason: lvmd.ConditionInsufficientCapacity},
 		{name: "no overprovisioned thin space", lv: newLV("a", class("thin"), size(9*gib)),
-			wantCode: codes.ResourceExhausted, wantReason: ReasonInsufficientCapacity},
+			wantCode: codes.ResourceExhausted, wantReason: lvmd.ConditionInsufficientCapacity},
 		{name: "unknown device class", lv: newLV("a", class("nope")),
-			wantCode: codes.InvalidArgument, wantReason: ReasonDeviceClassNotFound, wantTerminal: true},
+			wantCode: codes.InvalidArgument, wantReason: lvmd.ConditionDeviceClassNotFound, wantTerminal: true},
 		{name: "unknown option class", lv: newLV("a", optionClass("nope")),
-			wantCode: codes.InvalidArgument, wantReason: ReasonInvalidArgument, wantTerminal: true},
+			wantCode: codes.InvalidArgument, wantReason: lvmd.ConditionInvalidArgument, wantTerminal: true},
 		{name: "volume group not there yet", lv: newLV("a", class("missing")),
-			wantCode: codes.Unavailable, wantReason: ReasonDeviceClassNotReady},
+			wantCode: codes.Unavailable, wantReason: lvmd.ConditionDeviceClassNotReady},
 		{
 			name:         "snapshot source not found",
 			lv:           newLV("a", class("thin"), source("uid-nope", topolvmv1.AccessTypeReadOnly)),
@@ -143,12 +143,12 @@ func TestCreateFailures(t *testing.T) {
 		},
 		{name: "foreign LV of the same name", lv: newLV("a"),
 			setup:    func(e *env) { e.fake.AddLV("vg", "uid-a", uint64(gib)) },
-			wantCode: codes.FailedPrecondition, wantReason: ReasonNotOwned, wantTerminal: true},
+			wantCode: codes.FailedPrecondition, wantReason: lvmd.ConditionNotOwned, wantTerminal: true},
 		{name: "lvcreate fails", lv: newLV("a"),
 			setup:    func(e *env) { e.fake.FailNext("lvcreate", 5, "  Internal error: something broke\n") },
-			wantCode: codes.Internal, wantReason: ReasonFailed},
+			wantCode: codes.Internal, wantReason: lvmd.ConditionFailed},
 		{name: "recorded LV vanished is not created again", lv: newLV("a", volumeID("uid-a")),
-			wantCode: codes.NotFound, wantReason: ReasonNotFound, wantTerminal: true},
+			wantCode: codes.NotFound, wantReason: lvmd.ConditionNotFound, wantTerminal: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

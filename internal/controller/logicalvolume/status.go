@@ -19,20 +19,13 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 )
 
-// Condition reasons. A False condition always comes with status.code (classify), which is what
-// the CSI controller returns.
+// Condition reasons of this package; a failure's reason comes from lvmd's table (lvmd.Describe:
+// lvmd.ConditionInsufficientCapacity, ...). A False condition always comes with status.code
+// (classify), which is what the CSI controller returns.
 const (
-	ReasonCreated              = "Created"
-	ReasonResized              = "Resized"
-	ReasonInsufficientCapacity = "InsufficientCapacity"
-	ReasonDeviceClassNotFound  = "DeviceClassNotFound"
-	ReasonInvalidArgument      = "InvalidArgument"
-	ReasonSourceNotFound       = "SourceNotFound"
-	ReasonNotFound             = "NotFound"
-	ReasonAlreadyExists        = "AlreadyExists"
-	ReasonNotOwned             = "NotOwned"
-	ReasonDeviceClassNotReady  = "DeviceClassNotReady"
-	ReasonFailed               = "Failed"
+	ReasonCreated        = "Created"
+	ReasonResized        = "Resized"
+	ReasonSourceNotFound = "SourceNotFound"
 )
 
 var (
@@ -50,33 +43,18 @@ type failure struct {
 	terminal bool
 }
 
-// classify maps an error of lvmd (or of this package) to its report: the gRPC code from lvmd's
-// reason table (lvmd.Code), the condition reason, and whether it is terminal. Capacity, readiness
-// and unexpected lvm failures are retried with backoff (space may be freed, a VG created); the
-// others need a new spec.
+// classify maps an error of lvmd (or of this package) to its report by lvmd's reason table
+// (lvmd.Describe): the gRPC code, the condition reason, and whether it is terminal. The two failures
+// of this package itself are terminal NotFound.
 func classify(err error) failure {
-	f := failure{code: lvmd.Code(err), reason: ReasonFailed}
 	switch {
 	case errors.Is(err, errVanished):
-		return failure{codes.NotFound, ReasonNotFound, true}
+		return failure{codes.NotFound, lvmd.ConditionNotFound, true}
 	case errors.Is(err, errSourceNotFound):
 		return failure{codes.NotFound, ReasonSourceNotFound, true}
-	case errors.Is(err, lvmd.ErrUnknownDeviceClass):
-		f.reason, f.terminal = ReasonDeviceClassNotFound, true
-	case errors.Is(err, lvmd.ErrInvalidArgument):
-		f.reason, f.terminal = ReasonInvalidArgument, true
-	case errors.Is(err, lvmd.ErrInsufficientCapacity):
-		f.reason = ReasonInsufficientCapacity
-	case errors.Is(err, lvmd.ErrAlreadyExists):
-		f.reason, f.terminal = ReasonAlreadyExists, true
-	case errors.Is(err, lvmd.ErrNotOurs):
-		f.reason, f.terminal = ReasonNotOwned, true
-	case errors.Is(err, lvmd.ErrNotReady):
-		f.reason = ReasonDeviceClassNotReady
-	case errors.Is(err, lvmd.ErrNotFound):
-		f.reason = ReasonNotFound
 	}
-	return f
+	r := lvmd.Describe(err)
+	return failure{code: r.Code, reason: r.Condition, terminal: !r.Retry}
 }
 
 // retryable returns err for the work queue: terminal failures as reconcile.TerminalError (no requeue;

@@ -33,6 +33,7 @@ var (
 	frozen    *clocktesting.FakeClock // the service's clock; never advanced
 	reads     *countingCache          // the service's cache, counting reads
 	nodeAgent *fakeNode
+	restCfg   *rest.Config // the suite apiserver's, for tests that start their own manager
 )
 
 // Nodes of the suite and how the fake node agent treats their LogicalVolumes.
@@ -41,6 +42,7 @@ const (
 	nodeB      = "node-b"      // likewise
 	nodeFull   = "node-full"   // answers every create with ResourceExhausted
 	nodeManual = "node-manual" // does nothing; tests write the status themselves
+	nodeLVMD   = "node-lvmd"   // left to the real LogicalVolume reconciler and lvmd of TestReasonWalk
 )
 
 const finalizer = "topolvm.io/test-node"
@@ -88,6 +90,7 @@ func setUp(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	var err error
+	restCfg = cfg
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
@@ -96,6 +99,7 @@ func setUp(ctx context.Context, cfg *rest.Config) error {
 		nodeB:      {lvmcsi.CapacityAnnotation(""): gib(20), lvmcsi.CapacityAnnotation("ssd"): "garbage"},
 		nodeFull:   {lvmcsi.CapacityAnnotation(""): "0"},
 		nodeManual: {},
+		nodeLVMD:   {}, // publishes no capacity, so only requests that name it reach it
 	} {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
 		if err := k8s.Create(ctx, n); err != nil {
@@ -225,7 +229,7 @@ func (f *fakeNode) reconcile(lv *topolvmv1.LogicalVolume) error {
 	ctx := f.ctx
 	node := lv.Spec.NodeName
 	switch {
-	case node == nodeManual:
+	case node == nodeManual || node == nodeLVMD:
 		return nil
 	case lv.DeletionTimestamp != nil:
 		orig := lv.DeepCopy()

@@ -24,6 +24,7 @@ type LVM struct {
 	vgs   []*vg
 	calls []string
 	fail  map[string][]failure
+	every map[string]failure // FailEvery: failures that stay until cleared
 	seq   int
 }
 
@@ -94,6 +95,21 @@ func (f *LVM) FailNext(sub string, exitCode int, stderr string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fail[sub] = append(f.fail[sub], failure{exitCode, stderr})
+}
+
+// FailEvery makes every execution of `lvm <sub>` fail with exitCode and stderr, as a retried
+// command would keep failing on a real node; exitCode 0 clears it.
+func (f *LVM) FailEvery(sub string, exitCode int, stderr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.every == nil {
+		f.every = map[string]failure{}
+	}
+	if exitCode == 0 {
+		delete(f.every, sub)
+		return
+	}
+	f.every[sub] = failure{exitCode, stderr}
 }
 
 // Count returns how many times `lvm <sub>` ran; sub "" counts every lvm
@@ -167,6 +183,9 @@ func (f *LVM) run(c exec.Cmd) (string, int, string) {
 	if q := f.fail[sub]; len(q) > 0 {
 		f.fail[sub] = q[1:]
 		return "", q[0].exitCode, q[0].stderr
+	}
+	if e, ok := f.every[sub]; ok {
+		return "", e.exitCode, e.stderr
 	}
 	args, err := parseArgs(c.Args[1:])
 	if err != nil {
