@@ -125,8 +125,9 @@ type ThinPoolOptions struct {
 	ChunkSize uint64
 	// MetadataSize in bytes; 0 = lvm2 default.
 	MetadataSize uint64
-	// Zero makes the pool zero newly provisioned blocks (-Z y). Off by
-	// default: thin LVs of a fresh pool read as zeroes anyway.
+	// Zero makes the pool zero newly provisioned chunks (-Z y). Without it a
+	// chunk that returned to the pool keeps its data, and a new thin LV reads
+	// the parts of a chunk it has not written: lvms always sets it.
 	Zero bool
 	Tags []string
 }

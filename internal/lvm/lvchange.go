@@ -112,3 +112,19 @@ func (c *Client) AddLVTags(ctx context.Context, vg VG, name string, tags ...stri
 	}
 	return nil
 }
+
+// SetThinPoolZero turns the zeroing of newly provisioned chunks of a thin pool of an owned VG on or
+// off (`lvchange --zero y|n`). With it off, the part of a chunk a new thin LV has not written yet
+// reads as what the chunk held before: a previous tenant's data.
+func (c *Client) SetThinPoolZero(ctx context.Context, vg VG, name string, zero bool) error {
+	if err := checkOwned(vg); err != nil {
+		return fmt.Errorf("set zeroing of thin pool %s: %w", name, err)
+	}
+	if err := ValidName(name); err != nil {
+		return fmt.Errorf("set zeroing of thin pool in VG %s: %w", vg.Name, err)
+	}
+	if err := c.run(ctx, "lvchange", "--zero", yn(zero), vg.Name+"/"+name); err != nil {
+		return fmt.Errorf("set zeroing of thin pool %s/%s to %t: %w", vg.Name, name, zero, err)
+	}
+	return nil
+}

@@ -79,6 +79,12 @@ func (m *NodeManager) ensurePool(ctx context.Context, name string, tp *lvmv1alph
 		log.Info("Creating thin pool", "extents", a.create.Extents)
 		return m.lvm.CreateThinPool(ctx, vg, *a.create)
 	}
+	if a.zero {
+		log.Info("Turning on zeroing of new chunks")
+		if err := m.lvm.SetThinPoolZero(ctx, vg, tp.Name, true); err != nil {
+			return err
+		}
+	}
 	if a.metadataTo > 0 {
 		log.Info("Growing thin pool metadata", "bytes", a.metadataTo)
 		if err := m.lvm.ExtendLV(ctx, vg, tp.Name, lvm.ExtendOptions{PoolMetadataSize: a.metadataTo}); err != nil {
@@ -127,6 +133,9 @@ type poolAction struct {
 	extentsTo uint64
 	// metadataTo is the new metadata size in bytes; 0 for none.
 	metadataTo uint64
+	// zero is set when an existing pool does not zero new chunks (made before lvms zeroed, or
+	// changed by hand): a new volume could read a previous tenant's data.
+	zero bool
 	// growing is set while disks are about to be added (planning only).
 	growing bool
 }
@@ -135,6 +144,9 @@ func (a poolAction) describe() string {
 	var out []string
 	if a.create != nil {
 		out = append(out, fmt.Sprintf("create thin pool %s with %d%% of the free space", a.name, a.pct))
+	}
+	if a.zero {
+		out = append(out, fmt.Sprintf("turn on zeroing of new chunks in thin pool %s", a.name))
 	}
 	if a.metadataTo > 0 {
 		out = append(out, fmt.Sprintf("grow the metadata of thin pool %s to %d bytes", a.name, a.metadataTo))
@@ -169,6 +181,7 @@ func poolActionFor(s *lvm.State, vg lvm.VG, tp *lvmv1alpha1.ThinPoolConfig, addi
 			pool.SegType(),
 		)
 	}
+	a.zero = !pool.Attr.Zero
 	if vg.ExtentSize == 0 {
 		return a, nil
 	}
@@ -192,12 +205,14 @@ func poolActionFor(s *lvm.State, vg lvm.VG, tp *lvmv1alpha1.ThinPoolConfig, addi
 }
 
 // thinPoolOptions builds the lvcreate options of a new pool: sizePercent of the free extents,
-// chunk size per policy (Static: chunkSize, 128Ki by default), metadata size when Static.
+// chunk size per policy (Static: chunkSize, 128Ki by default), metadata size when Static, and
+// zeroing of new chunks (so a volume never reads a previous tenant's data).
 func thinPoolOptions(tp *lvmv1alpha1.ThinPoolConfig) (lvm.ThinPoolOptions, error) {
 	o := lvm.ThinPoolOptions{
 		Name:         tp.Name,
 		Extents:      lvm.PercentOf(sizePercent(tp), "FREE"),
 		MetadataSize: metadataSize(tp),
+		Zero:         true,
 	}
 	if tp.ChunkSizeCalculationPolicy != lvmv1alpha1.ChunkSizeCalculationPolicyHost {
 		q := resourceQuantity(tp.ChunkSize, lvmv1alpha1.DefaultChunkSize)

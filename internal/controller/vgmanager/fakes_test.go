@@ -46,6 +46,7 @@ type flv struct {
 	extents       uint64
 	metadata      uint64 // bytes, thin pools
 	chunk         uint64
+	zero          bool     // thin pools: new chunks are zeroed
 	on            []string // PVs holding its extents
 }
 
@@ -154,7 +155,7 @@ func (f *fakeLVM) State(_ context.Context, only ...string) (*lvm.State, error) {
 			continue
 		}
 		s.LVs = append(s.LVs, lvm.LV{Name: lv.name, VGName: lv.vg, Size: lv.extents * extent, MetadataSize: lv.metadata,
-			Segments: []lvm.Segment{{Type: lv.seg, ChunkSize: lv.chunk}}})
+			Segments: []lvm.Segment{{Type: lv.seg, ChunkSize: lv.chunk}}, Attr: lvm.LVAttr{Zero: lv.zero}})
 	}
 	return s, nil
 }
@@ -250,12 +251,13 @@ func (f *fakeLVM) CreateThinPool(_ context.Context, vg lvm.VG, o lvm.ThinPoolOpt
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record(
-		"lvcreate thin-pool %s/%s -l %s -c %d --poolmetadatasize %d",
+		"lvcreate thin-pool %s/%s -l %s -c %d --poolmetadatasize %d -Z %t",
 		vg.Name,
 		o.Name,
 		o.Extents,
 		o.ChunkSize,
 		o.MetadataSize,
+		o.Zero,
 	)
 	if err := f.owned(vg); err != nil {
 		return err
@@ -285,9 +287,24 @@ func (f *fakeLVM) CreateThinPool(_ context.Context, vg lvm.VG, o lvm.ThinPoolOpt
 		return err
 	}
 	pool := f.lvs[len(f.lvs)-1]
-	pool.chunk, pool.metadata = o.ChunkSize, meta
+	pool.chunk, pool.metadata, pool.zero = o.ChunkSize, meta, o.Zero
 	_, err = f.alloc(vg.Name, 2*metaExt)
 	return err
+}
+
+func (f *fakeLVM) SetThinPoolZero(_ context.Context, vg lvm.VG, name string, zero bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("lvchange --zero %t %s/%s", zero, vg.Name, name)
+	if err := f.owned(vg); err != nil {
+		return err
+	}
+	lv := f.lv(vg.Name, name)
+	if lv == nil {
+		return fmt.Errorf("LV %s/%s: %w", vg.Name, name, lvm.ErrNotFound)
+	}
+	lv.zero = zero
+	return nil
 }
 
 func (f *fakeLVM) lv(vg, name string) *flv {

@@ -209,6 +209,10 @@ func TestGuestThinClassLifecycle(t *testing.T) {
 	if pool, _ := s.LV(vg, "thin-pool-1"); pool.Segments[0].ChunkSize != 128<<10 {
 		t.Fatalf("chunk size %d, want 128Ki", pool.Segments[0].ChunkSize)
 	}
+	if pool, _ := s.LV(vg, "thin-pool-1"); !pool.Attr.Zero {
+		t.Fatalf("thin pool attr %q: new chunks are not zeroed, so a volume could read a previous tenant's data",
+			pool.Attr.String())
+	}
 	cfg, err := vgmanager.LVMDConfig([]lvmv1alpha1.LVMVolumeGroup{{Spec: spec}}, s)
 	if err != nil || len(cfg.DeviceClasses) != 0 {
 		t.Fatalf("lvmd config for an unnamed VG: %+v, %v", cfg, err) // the object name is the VG name
@@ -227,6 +231,15 @@ func TestGuestThinClassLifecycle(t *testing.T) {
 	}
 	if after := g.sh("lvm", lvm.ReportArgs()...); after != before {
 		t.Fatalf("second reconcile changed the LVM state:\nbefore %s\nafter  %s", before, after)
+	}
+
+	// A pool that stopped zeroing new chunks (by hand here; pools made before lvms zeroed) gets it back.
+	g.sh("lvm", "lvchange", "--zero", "n", vg+"/thin-pool-1")
+	if out := g.reconcile(in); out.Status.Status != lvmv1alpha1.VGStatusReady {
+		t.Fatalf("reconcile of a pool without zeroing: %+v", out.Status)
+	}
+	if _, s := g.state(vg); !func() bool { p, _ := s.LV(vg, "thin-pool-1"); return p.Attr.Zero }() {
+		t.Fatal("the manager did not turn zeroing of new chunks back on")
 	}
 
 	// A blank disk appears: Dynamic adds it and the pool follows to 90% of the grown VG.

@@ -29,6 +29,7 @@ type LVM interface {
 	RemovePV(ctx context.Context, pv lvm.PV) error
 	CreateThinPool(ctx context.Context, vg lvm.VG, o lvm.ThinPoolOptions) error
 	ExtendLV(ctx context.Context, vg lvm.VG, name string, o lvm.ExtendOptions) error
+	SetThinPoolZero(ctx context.Context, vg lvm.VG, name string, zero bool) error
 	RemoveLV(ctx context.Context, vg lvm.VG, name string) error
 }
 

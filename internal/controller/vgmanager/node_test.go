@@ -88,7 +88,7 @@ func TestSampleClassOnTwoBlankDisksAndOneWithAFilesystem(t *testing.T) {
 	}
 	want := []string{
 		"vgcreate vg1 /dev/sdb /dev/sdc",
-		"lvcreate thin-pool vg1/tp -l 90%FREE -c 131072 --poolmetadatasize 0",
+		"lvcreate thin-pool vg1/tp -l 90%FREE -c 131072 --poolmetadatasize 0 -Z true",
 	}
 	if got := n.modifications(); !slices.Equal(got, want) {
 		t.Errorf("changes:\n got %q\nwant %q", got, want)
@@ -359,6 +359,7 @@ func TestExistingVolumeGroups(t *testing.T) {
 			if err := n.lvm.addLV("vg1", "tp", "thin-pool", 921); err != nil {
 				t.Fatal(err)
 			}
+			n.lvm.lv("vg1", "tp").zero = true // as lvms makes its pools
 			out := n.reconcile(
 				t,
 				vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)},
@@ -381,7 +382,7 @@ func TestThinPoolMetadataGrows(t *testing.T) {
 	spec.ThinPoolConfig.MetadataSizeCalculationPolicy = lvmv1alpha1.MetadataSizeCalculationPolicyStatic
 	spec.ThinPoolConfig.MetadataSize = ptr.To(resource.MustParse("8Mi"))
 	n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: spec})
-	if got := n.modifications()[1]; got != "lvcreate thin-pool vg1/tp -l 50%FREE -c 131072 --poolmetadatasize 8388608" {
+	if got := n.modifications()[1]; got != "lvcreate thin-pool vg1/tp -l 50%FREE -c 131072 --poolmetadatasize 8388608 -Z true" {
 		t.Errorf("pool created with %q", got)
 	}
 	n.lvm.changes = nil
@@ -401,8 +402,30 @@ func TestStaticMetadataDefault(t *testing.T) {
 	spec.ThinPoolConfig.MetadataSizeCalculationPolicy = lvmv1alpha1.MetadataSizeCalculationPolicyStatic
 	n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: spec})
 	// Upstream LVMS: the Static policy without metadataSize means 1Gi.
-	if got := n.modifications()[1]; got != "lvcreate thin-pool vg1/tp -l 50%FREE -c 131072 --poolmetadatasize 1073741824" {
+	if got := n.modifications()[1]; got != "lvcreate thin-pool vg1/tp -l 50%FREE -c 131072 --poolmetadatasize 1073741824 -Z true" {
 		t.Errorf("pool created with %q", got)
+	}
+}
+
+// TestThinPoolZeroingTurnedOn: a pool that does not zero new chunks (made before lvms zeroed, or by
+// hand) would hand a new volume the previous tenant's data in the parts of a chunk it has not
+// written; the manager turns zeroing on once.
+func TestThinPoolZeroingTurnedOn(t *testing.T) {
+	n := newNode([]string{"/dev/sdb", "/dev/sdc"}, nil)
+	n.lvm.addVG("vg1", []string{"/dev/sdb", "/dev/sdc"}, lvm.Tag)
+	if err := n.lvm.addLV("vg1", "tp", "thin-pool", 921); err != nil {
+		t.Fatal(err)
+	}
+	in := vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)}
+	out := n.reconcile(t, in)
+	if got, want := n.modifications(), []string{"lvchange --zero true vg1/tp"}; !slices.Equal(got, want) ||
+		out.Status.Status != lvmv1alpha1.VGStatusReady {
+		t.Errorf("changes %q (want %q), status %+v", got, want, out.Status)
+	}
+	n.lvm.changes = nil
+	n.reconcile(t, in)
+	if got := n.modifications(); len(got) != 0 {
+		t.Errorf("second pass changed %q", got)
 	}
 }
 
