@@ -240,59 +240,45 @@ func almExamples(sample []byte) (string, error) {
 	return string(b), nil
 }
 
-// webhookDefinitions carries the install's validating and mutating webhooks into the CSV.
+// webhookDefinitions carries the install's validating and mutating webhooks into the CSV. The two
+// kinds share every field the CSV needs but reinvocationPolicy (mutating only), so both decode as a
+// ValidatingWebhookConfiguration and that one field is read from the object.
 func webhookDefinitions(inst *Install, d *appsv1.Deployment) ([]operatorsv1alpha1.WebhookDescription, error) {
 	var out []operatorsv1alpha1.WebhookDescription
-	for _, u := range inst.find("ValidatingWebhookConfiguration") {
-		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", u.GetName(), err)
-		}
-		for _, w := range cfg.Webhooks {
-			desc, err := webhookDescription(d, w.Name, w.ClientConfig, w.Rules)
-			if err != nil {
-				return nil, err
+	for _, k := range []struct {
+		kind string
+		typ  operatorsv1alpha1.WebhookAdmissionType
+	}{
+		{"ValidatingWebhookConfiguration", operatorsv1alpha1.ValidatingAdmissionWebhook},
+		{"MutatingWebhookConfiguration", operatorsv1alpha1.MutatingAdmissionWebhook},
+	} {
+		kind, typ := k.kind, k.typ
+		for _, u := range inst.find(kind) {
+			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg); err != nil {
+				return nil, fmt.Errorf("decode %s: %w", u.GetName(), err)
 			}
-			desc.Type, desc.FailurePolicy, desc.MatchPolicy, desc.SideEffects = operatorsv1alpha1.ValidatingAdmissionWebhook,
-				w.FailurePolicy, w.MatchPolicy, w.SideEffects
-			desc.TimeoutSeconds, desc.AdmissionReviewVersions = w.TimeoutSeconds, w.AdmissionReviewVersions
-			out = append(out, desc)
-		}
-	}
-	for _, u := range inst.find("MutatingWebhookConfiguration") {
-		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", u.GetName(), err)
-		}
-		for _, w := range cfg.Webhooks {
-			desc, err := webhookDescription(d, w.Name, w.ClientConfig, w.Rules)
-			if err != nil {
-				return nil, err
+			raw, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+			for i, w := range cfg.Webhooks {
+				if w.ClientConfig.Service == nil {
+					return nil, fmt.Errorf("webhook %s: only service webhooks can go into a bundle", w.Name)
+				}
+				desc := operatorsv1alpha1.WebhookDescription{
+					GenerateName: w.Name, Type: typ, DeploymentName: d.Name, ContainerPort: 443,
+					TargetPort: new(intstr.FromString("webhook")), Rules: w.Rules, FailurePolicy: w.FailurePolicy,
+					MatchPolicy: w.MatchPolicy, SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds,
+					AdmissionReviewVersions: w.AdmissionReviewVersions, WebhookPath: w.ClientConfig.Service.Path,
+				}
+				if m, ok := raw[i].(map[string]any); ok {
+					if p, ok := m["reinvocationPolicy"].(string); ok {
+						desc.ReinvocationPolicy = new(admissionregistrationv1.ReinvocationPolicyType(p))
+					}
+				}
+				out = append(out, desc)
 			}
-			desc.Type, desc.FailurePolicy, desc.MatchPolicy, desc.SideEffects = operatorsv1alpha1.MutatingAdmissionWebhook,
-				w.FailurePolicy, w.MatchPolicy, w.SideEffects
-			desc.TimeoutSeconds, desc.AdmissionReviewVersions = w.TimeoutSeconds, w.AdmissionReviewVersions
-			desc.ReinvocationPolicy = w.ReinvocationPolicy
-			out = append(out, desc)
 		}
 	}
 	return out, nil
-}
-
-// webhookDescription is the part of a CSV webhook definition that validating and mutating webhooks
-// share: OLM serves it from the Deployment's "webhook" port with a certificate it manages.
-func webhookDescription(d *appsv1.Deployment, name string, cc admissionregistrationv1.WebhookClientConfig,
-	rules []admissionregistrationv1.RuleWithOperations) (operatorsv1alpha1.WebhookDescription, error) {
-	if cc.Service == nil {
-		return operatorsv1alpha1.WebhookDescription{}, fmt.Errorf(
-			"webhook %s: only service webhooks can go into a bundle",
-			name,
-		)
-	}
-	return operatorsv1alpha1.WebhookDescription{
-		GenerateName: name, DeploymentName: d.Name, ContainerPort: 443,
-		TargetPort: new(intstr.FromString("webhook")), Rules: rules, WebhookPath: cc.Service.Path,
-	}, nil
 }
 
 // ownedCRDs describes the CRDs the operator owns, one entry per served version.
