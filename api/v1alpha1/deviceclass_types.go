@@ -134,3 +134,9 @@ type DeviceSelector struct {
 	// +optional
 	ForceWipeDevicesAndDestroyAllData *bool `json:"forceWipeDevicesAndDestroyAllData,omitempty"`
 }
+
+// ListsDisks reports whether the selector names disks (paths or optionalPaths); a nil or empty
+// selector means every blank disk of the node.
+func (s *DeviceSelector) ListsDisks() bool {
+	return s != nil && len(s.Paths)+len(s.OptionalPaths) > 0
+}

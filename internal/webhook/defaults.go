@@ -30,7 +30,7 @@ type LVMClusterDefaulter struct{}
 func (LVMClusterDefaulter) Default(_ context.Context, c *lvmv1alpha1.LVMCluster) error {
 	for i := range c.Spec.Storage.DeviceClasses {
 		dc := &c.Spec.Storage.DeviceClasses[i]
-		if dc.DeviceDiscoveryPolicy == "" && !explicitPaths(dc) {
+		if dc.DeviceDiscoveryPolicy == "" && !dc.DeviceSelector.ListsDisks() {
 			dc.DeviceDiscoveryPolicy = lvmv1alpha1.DeviceDiscoveryPolicyStatic
 		}
 	}

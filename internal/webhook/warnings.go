@@ -66,7 +66,7 @@ func deviceClassWarnings(dc *lvmv1alpha1.DeviceClass, classes int, create bool) 
 		}
 	}
 	sel := dc.DeviceSelector
-	explicit := explicitPaths(dc)
+	explicit := sel.ListsDisks()
 	if !explicit && classes == 1 {
 		out = append(out, prefix+"no deviceSelector.paths: every blank disk of each selected node is used; "+
 			"list the disks in deviceSelector.paths for production")
@@ -119,10 +119,4 @@ func (v *LVMClusterValidator) unknownPaths(ctx context.Context, c *lvmv1alpha1.L
 		}
 	}
 	return out, nil
-}
-
-// explicitPaths reports whether the device class lists its disks (paths or optionalPaths).
-func explicitPaths(dc *lvmv1alpha1.DeviceClass) bool {
-	sel := dc.DeviceSelector
-	return sel != nil && len(sel.Paths)+len(sel.OptionalPaths) > 0
 }

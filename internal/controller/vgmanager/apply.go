@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
@@ -231,10 +230,7 @@ func metadataSize(tp *lvmv1alpha1.ThinPoolConfig) uint64 {
 	if tp.MetadataSizeCalculationPolicy != lvmv1alpha1.MetadataSizeCalculationPolicyStatic {
 		return 0
 	}
-	q := resource.MustParse(lvmv1alpha1.DefaultMetadataSize)
-	if tp.MetadataSize != nil {
-		q = *tp.MetadataSize
-	}
+	q := resourceQuantity(tp.MetadataSize, lvmv1alpha1.DefaultMetadataSize)
 	if v, ok := q.AsInt64(); ok && v > 0 {
 		return uint64(v)
 	}

@@ -70,7 +70,7 @@ func (m *NodeManager) plan(ctx context.Context, in Input) (*plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan VG %s: %w", in.Name, err)
 	}
-	if sel := in.Spec.DeviceSelector; sel != nil && len(sel.Paths)+len(sel.OptionalPaths) > 0 && len(p.selector) == 0 {
+	if in.Spec.DeviceSelector.ListsDisks() && len(p.selector) == 0 {
 		// An empty selector means "every disk" to the filter: never get there.
 		p.failOrDegrade("none of the devices in deviceSelector exist on node " + in.NodeName)
 		return p, nil
@@ -217,7 +217,7 @@ func (p *plan) required(d devices.BlockDevice) bool {
 // refused (it would lose data); so is the last PV.
 func (p *plan) planRemovals() {
 	sel := p.in.Spec.DeviceSelector
-	if p.vg == nil || sel == nil || len(sel.Paths)+len(sel.OptionalPaths) == 0 {
+	if p.vg == nil || !sel.ListsDisks() {
 		return
 	}
 	pvs := p.state.PVsOf(p.in.Name)
@@ -314,8 +314,7 @@ func (p *plan) static() string {
 	if p.in.Spec.RAIDConfig != nil {
 		return "not added: a RAID device class keeps the disks it was created with"
 	}
-	sel := p.in.Spec.DeviceSelector
-	if sel != nil && len(sel.Paths)+len(sel.OptionalPaths) > 0 {
+	if p.in.Spec.DeviceSelector.ListsDisks() {
 		return ""
 	}
 	if p.in.Spec.DeviceDiscoveryPolicy == lvmv1alpha1.DeviceDiscoveryPolicyStatic {
