@@ -30,43 +30,41 @@ const (
 
 // reasons is the one table of failures, from lvm2 to the PVC: each of lvmd's sentinels with
 //   - lvm: the internal/lvm failure (classified from lvm2's exit status and stderr) it stands for,
-//   - code: the gRPC code lvmd answers with, which the LogicalVolume reconciler writes to
+//   - Code: the gRPC code lvmd answers with, which the LogicalVolume reconciler writes to
 //     status.code and the CSI controller returns (the external-provisioner puts it, with the
 //     message, in the PVC's ProvisioningFailed event),
-//   - info: the google.rpc.ErrorInfo reason the server sends and the Client restores the sentinel
+//   - Info: the google.rpc.ErrorInfo reason the server sends and the Client restores the sentinel
 //     from (no message parsing),
-//   - condition and retry: the LogicalVolume condition reason, and whether the reconciler retries
+//   - Condition and Retry: the LogicalVolume condition reason, and whether the reconciler retries
 //     the same spec (space may be freed, a VG created) or waits for a new one.
+//
+// Code, Info, Condition and Retry are the row's Reason, which Describe returns.
 //
 // The first matching row wins: the more specific sentinels come first (ErrUnknownDeviceClass is
 // also ErrInvalidArgument, ErrClassesPending also ErrNotReady).
 var reasons = []struct {
-	err       error
-	lvm       func(error) bool
-	code      codes.Code
-	info      string
-	condition string
-	retry     bool
+	err error
+	lvm func(error) bool
+	Reason
 }{
-	{context.Canceled, nil, codes.Canceled, "CANCELED", ConditionFailed, true},
-	{context.DeadlineExceeded, nil, codes.DeadlineExceeded, "DEADLINE_EXCEEDED", ConditionFailed, true},
-	{ErrInsufficientCapacity, lvm.IsInsufficientSpace, codes.ResourceExhausted, "INSUFFICIENT_CAPACITY",
-		ConditionInsufficientCapacity, true},
-	{ErrNotFound, lvm.IsNotFound, codes.NotFound, "NOT_FOUND", ConditionNotFound, true},
-	{ErrAlreadyExists, lvm.IsAlreadyExists, codes.AlreadyExists, "ALREADY_EXISTS", ConditionAlreadyExists, false},
-	{ErrInUse, lvm.IsInUse, codes.FailedPrecondition, "IN_USE", ConditionFailed, true},
-	{ErrNotOurs, lvm.IsNotOurs, codes.FailedPrecondition, "NOT_OURS", ConditionNotOwned, false},
-	{ErrUnknownDeviceClass, nil, codes.InvalidArgument, "UNKNOWN_DEVICE_CLASS", ConditionDeviceClassNotFound, false},
+	{context.Canceled, nil, Reason{"CANCELED", codes.Canceled, ConditionFailed, true}},
+	{context.DeadlineExceeded, nil, Reason{"DEADLINE_EXCEEDED", codes.DeadlineExceeded, ConditionFailed, true}},
+	{ErrInsufficientCapacity, lvm.IsInsufficientSpace,
+		Reason{"INSUFFICIENT_CAPACITY", codes.ResourceExhausted, ConditionInsufficientCapacity, true}},
+	{ErrNotFound, lvm.IsNotFound, Reason{"NOT_FOUND", codes.NotFound, ConditionNotFound, true}},
 	{
-		ErrInvalidArgument,
-		lvm.IsInvalidArgument,
-		codes.InvalidArgument,
-		"INVALID_ARGUMENT",
-		ConditionInvalidArgument,
-		false,
+		ErrAlreadyExists,
+		lvm.IsAlreadyExists,
+		Reason{"ALREADY_EXISTS", codes.AlreadyExists, ConditionAlreadyExists, false},
 	},
-	{ErrClassesPending, nil, codes.Unavailable, "CLASSES_PENDING", ConditionDeviceClassNotReady, true},
-	{ErrNotReady, nil, codes.Unavailable, "NOT_READY", ConditionDeviceClassNotReady, true},
+	{ErrInUse, lvm.IsInUse, Reason{"IN_USE", codes.FailedPrecondition, ConditionFailed, true}},
+	{ErrNotOurs, lvm.IsNotOurs, Reason{"NOT_OURS", codes.FailedPrecondition, ConditionNotOwned, false}},
+	{ErrUnknownDeviceClass, nil,
+		Reason{"UNKNOWN_DEVICE_CLASS", codes.InvalidArgument, ConditionDeviceClassNotFound, false}},
+	{ErrInvalidArgument, lvm.IsInvalidArgument,
+		Reason{"INVALID_ARGUMENT", codes.InvalidArgument, ConditionInvalidArgument, false}},
+	{ErrClassesPending, nil, Reason{"CLASSES_PENDING", codes.Unavailable, ConditionDeviceClassNotReady, true}},
+	{ErrNotReady, nil, Reason{"NOT_READY", codes.Unavailable, ConditionDeviceClassNotReady, true}},
 }
 
 // Reason is how a failure of the service is reported, by the table: the ErrorInfo reason ("" for an
@@ -83,7 +81,7 @@ type Reason struct {
 func Describe(err error) Reason {
 	for _, r := range reasons {
 		if errors.Is(err, r.err) {
-			return Reason{Info: r.info, Code: r.code, Condition: r.condition, Retry: r.retry}
+			return r.Reason
 		}
 	}
 	return Reason{Code: codes.Internal, Condition: ConditionFailed, Retry: true}
@@ -93,7 +91,7 @@ func Describe(err error) Reason {
 func Reasons() []Reason {
 	out := make([]Reason, 0, len(reasons))
 	for _, r := range reasons {
-		out = append(out, Reason{Info: r.info, Code: r.code, Condition: r.condition, Retry: r.retry})
+		out = append(out, r.Reason)
 	}
 	return out
 }
@@ -125,8 +123,8 @@ func toStatus(err error) error {
 		if !errors.Is(err, r.err) {
 			continue
 		}
-		st := status.New(r.code, err.Error())
-		if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: r.info, Domain: errorDomain}); derr == nil {
+		st := status.New(r.Code, err.Error())
+		if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: r.Info, Domain: errorDomain}); derr == nil {
 			st = withInfo
 		}
 		return st.Err()
@@ -144,7 +142,7 @@ func sentinelOf(st *status.Status) error {
 			continue
 		}
 		for _, r := range reasons {
-			if r.info == info.GetReason() {
+			if r.Info == info.GetReason() {
 				return r.err
 			}
 		}

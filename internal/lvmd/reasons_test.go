@@ -13,18 +13,18 @@ import (
 // wire form) and the client's mapping: the client gets the same sentinel and the table's code.
 func TestReasonsRoundTrip(t *testing.T) {
 	for _, r := range reasons {
-		t.Run(r.info, func(t *testing.T) {
+		t.Run(r.Info, func(t *testing.T) {
 			sent := toStatus(fmt.Errorf("create LV x: %w", r.err))
 			wire := status.FromProto(status.Convert(sent).Proto())
-			if wire.Code() != r.code {
-				t.Fatalf("code %s, want %s", wire.Code(), r.code)
+			if wire.Code() != r.Code {
+				t.Fatalf("code %s, want %s", wire.Code(), r.Code)
 			}
 			got := fromStatus(wire.Err(), "create LV %s", "x")
 			if !errors.Is(got, r.err) {
 				t.Fatalf("client error %q is not %q", got, r.err)
 			}
 			for _, other := range reasons {
-				if other.info != r.info && errors.Is(got, other.err) && !errors.Is(r.err, other.err) {
+				if other.Info != r.Info && errors.Is(got, other.err) && !errors.Is(r.err, other.err) {
 					t.Errorf("client error %q is also %q", got, other.err)
 				}
 			}
