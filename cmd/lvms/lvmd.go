@@ -26,6 +26,7 @@ type lvmdFlags struct {
 	config          string
 	socket          string
 	nsenter         bool
+	commandTimeout  time.Duration
 	refreshInterval time.Duration
 	gracePeriod     time.Duration
 	verbosity       int
@@ -53,6 +54,8 @@ func newLvmdCommand() *cobra.Command {
 		"unix socket to serve on (default: the config's socket-name, else "+defaultLvmdSocket+")",
 	)
 	fl.BoolVar(&f.nsenter, "nsenter", false, "run lvm in the namespaces of the host's PID 1 (in a pod with hostPID)")
+	fl.DurationVar(&f.commandTimeout, "command-timeout", exec.DefaultTimeout,
+		"deadline of each lvm command; its process group is killed after it")
 	fl.DurationVar(
 		&f.refreshInterval,
 		"refresh-interval",
@@ -87,7 +90,7 @@ func runLvmd(cmd *cobra.Command, f lvmdFlags) error {
 	if err != nil {
 		return err
 	}
-	var opts []exec.HostOption
+	opts := []exec.HostOption{exec.WithTimeout(f.commandTimeout)}
 	if f.nsenter {
 		opts = append(opts, exec.WithPrefix(exec.NSEnterPrefix()...))
 	}

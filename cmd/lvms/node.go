@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +22,7 @@ type nodeFlags struct {
 	registrationSocket     string
 	lvmdSocket             string
 	nsenter                bool
+	commandTimeout         time.Duration
 	metricsAddr, probeAddr string
 }
 
@@ -44,6 +46,8 @@ func newNodeCommand() *cobra.Command {
 		"kubelet plugin registration socket; empty when a node-driver-registrar sidecar registers instead")
 	fl.StringVar(&f.lvmdSocket, "lvmd-socket", "", "also serve lvmd's gRPC API on this socket")
 	fl.BoolVar(&f.nsenter, "nsenter", true, "run host commands through nsenter into PID 1's namespaces (needs hostPID)")
+	fl.DurationVar(&f.commandTimeout, "command-timeout", exec.DefaultTimeout,
+		"deadline of each host command (lvm, blkid, wipefs, mkfs, ...); its process group is killed after it")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "metrics address (0 disables)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":9808", "health probe address (/healthz)")
 	return cmd
@@ -67,7 +71,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	var hostOpts []exec.HostOption
+	hostOpts := []exec.HostOption{exec.WithTimeout(f.commandTimeout)}
 	mountInfo := ""
 	if f.nsenter {
 		hostOpts = append(hostOpts, exec.WithPrefix(exec.NSEnterPrefix()...))

@@ -8,6 +8,10 @@ import (
 	"strings"
 )
 
+// ErrTimeout is in the chain of the error of a command that ran past its
+// deadline (Host.Timeout) and was killed.
+var ErrTimeout = errors.New("command timed out")
+
 // Error is returned when a command ran (or could not be started) and failed.
 type Error struct {
 	// Cmd is the command name without the prefix, e.g. "lvm".

@@ -8,6 +8,7 @@ import (
 	osexec "os/exec"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,6 +16,11 @@ import (
 
 // DefaultPath is the PATH commands run with unless Host.Path is set.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// DefaultTimeout is how long one command may run unless Host.Timeout says
+// otherwise. lvm2, blkid, wipefs and mkfs finish in seconds on a healthy
+// device; the deadline only ends a command that hangs.
+const DefaultTimeout = 5 * time.Minute
 
 // maxStderr bounds how much stderr is kept for errors.
 const maxStderr = 64 << 10
@@ -39,6 +45,10 @@ type Host struct {
 	// WaitDelay bounds how long Exec waits for the output pipes to close
 	// after the process exits or is killed (see os/exec.Cmd.WaitDelay).
 	WaitDelay time.Duration
+	// Timeout is the deadline of each command (DefaultTimeout when zero).
+	// On expiry or cancellation the command's whole process group is
+	// killed, so children such as the one nsenter forks die with it.
+	Timeout time.Duration
 
 	counter *Counter
 }
@@ -61,9 +71,14 @@ func WithPath(path string) HostOption {
 	return func(h *Host) { h.Path = path }
 }
 
+// WithTimeout sets the deadline of each command.
+func WithTimeout(d time.Duration) HostOption {
+	return func(h *Host) { h.Timeout = d }
+}
+
 // NewHost returns a Host executor with its own execution Counter.
 func NewHost(opts ...HostOption) *Host {
-	h := &Host{WaitDelay: 10 * time.Second, counter: NewCounter()}
+	h := &Host{WaitDelay: 10 * time.Second, Timeout: DefaultTimeout, counter: NewCounter()}
 	for _, o := range opts {
 		o(h)
 	}
@@ -76,12 +91,23 @@ func (h *Host) Counter() *Counter { return h.counter }
 // Exec implements Executor.
 func (h *Host) Exec(ctx context.Context, c Cmd) error {
 	log := logr.FromContextOrDiscard(ctx)
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
+		fmt.Errorf("%w: %s ran longer than %s (%w)", ErrTimeout, c.Name, timeout, context.DeadlineExceeded))
+	defer cancel()
 	argv := append(slices.Clone(h.Prefix), c.Name)
 	argv = append(argv, c.Args...)
 	cmd := osexec.CommandContext(
 		ctx,
 		argv[0],
 		argv[1:]...) //nolint:gosec // running host commands is this package's purpose
+	// Its own process group, killed as a whole on cancel: a child the
+	// command forked (nsenter's, a shell's) must not outlive it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	path := h.Path
 	if path == "" {
 		path = DefaultPath
@@ -103,8 +129,8 @@ func (h *Host) Exec(ctx context.Context, c Cmd) error {
 		if errors.As(runErr, &exitErr) {
 			e.ExitCode = exitErr.ExitCode()
 		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			e.Err = fmt.Errorf("%w (%w)", ctxErr, runErr)
+		if ctx.Err() != nil {
+			e.Err = fmt.Errorf("%w (%w)", context.Cause(ctx), runErr)
 		}
 		log.V(1).Info("Command failed", "cmd", c.Name, "exitCode", e.ExitCode, "duration", elapsed)
 		return e
