@@ -107,39 +107,68 @@ const blkidNothingFound = 2
 const blkidAmbivalent = 8
 
 func (h *Host) probeSignatures(ctx context.Context, dev string, f *Facts) error {
-	out, err := exec.Run(ctx, h.exec, "blkid", "-p", "-o", "export", dev)
-	switch {
-	case exec.HasExitCode(err, blkidAmbivalent):
-		f.Signatures = append(f.Signatures, "ambivalent")
-		return nil
-	case exec.HasExitCode(err, blkidNothingFound):
-		// blkid also says "nothing" when it cannot open the device; wipefs
-		// fails loudly then, and lists every signature it knows.
-		sigs, werr := h.wipefsSignatures(ctx, dev)
-		if werr != nil {
-			return werr
-		}
-		f.Signatures = sigs
-		return nil
-	case err != nil:
-		return fmt.Errorf("probe signatures of %s: %w", dev, err)
+	sig, err := ProbeSignatures(ctx, h.exec, dev)
+	if err != nil {
+		return err
 	}
-	kv := ParseBlkid(out)
-	if t := kv["TYPE"]; t != "" {
-		f.Signatures = append(f.Signatures, t)
-	}
-	f.PartTable = kv["PTTYPE"]
-	f.PartLabel = kv["PART_ENTRY_NAME"]
+	f.Signatures, f.PartTable, f.PartLabel = sig.Types, sig.PartTable, sig.PartLabel
 	return nil
 }
 
-func (h *Host) wipefsSignatures(ctx context.Context, dev string) ([]string, error) {
+// Ambivalent is the signature type reported when blkid finds several
+// conflicting signatures.
+const Ambivalent = "ambivalent"
+
+// Signature is what a direct probe found on a device.
+type Signature struct {
+	// Types are the signature types: filesystems, "LVM2_member", swap, RAID
+	// members, ... (Ambivalent when blkid found conflicting ones).
+	Types []string
+	// PartTable is the partition table type ("gpt", "dos") if any.
+	PartTable string
+	// PartLabel is the partition's GPT name, for partitions.
+	PartLabel string
+}
+
+// Blank reports whether the probe found nothing at all.
+func (s Signature) Blank() bool { return len(s.Types) == 0 && s.PartTable == "" }
+
+// ProbeSignatures probes dev directly (`blkid -p`, bypassing udev's cache).
+// blkid exits 2 both for "nothing found" and "cannot read the device", so
+// that answer is checked with `wipefs --no-act`, which fails when it cannot
+// open the device and lists every signature it knows: an unreadable device
+// is an error, never blank.
+func ProbeSignatures(ctx context.Context, e exec.Executor, dev string) (Signature, error) {
+	out, err := exec.Run(ctx, e, "blkid", "-p", "-o", "export", dev)
+	switch {
+	case exec.HasExitCode(err, blkidAmbivalent):
+		return Signature{Types: []string{Ambivalent}}, nil
+	case exec.HasExitCode(err, blkidNothingFound):
+		sigs, werr := wipefsSignatures(ctx, e, dev)
+		if werr != nil {
+			return Signature{}, werr
+		}
+		return Signature{Types: sigs}, nil
+	case err != nil:
+		return Signature{}, fmt.Errorf("probe signatures of %s: %w", dev, err)
+	}
+	kv := ParseBlkid(out)
+	var sig Signature
+	if t := kv["TYPE"]; t != "" {
+		sig.Types = append(sig.Types, t)
+	}
+	sig.PartTable = kv["PTTYPE"]
+	sig.PartLabel = kv["PART_ENTRY_NAME"]
+	return sig, nil
+}
+
+func wipefsSignatures(ctx context.Context, e exec.Executor, dev string) ([]string, error) {
 	var out struct {
 		Signatures []struct {
 			Type string `json:"type"`
 		} `json:"signatures"`
 	}
-	if err := exec.RunJSON(ctx, h.exec, &out, "wipefs", "--no-act", "--json", dev); err != nil {
+	if err := exec.RunJSON(ctx, e, &out, "wipefs", "--no-act", "--json", dev); err != nil {
 		return nil, fmt.Errorf("probe signatures of %s: %w", dev, err)
 	}
 	var sigs []string

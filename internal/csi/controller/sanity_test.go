@@ -101,6 +101,8 @@ func (d *fakeDisks) executor() *exectest.Fake {
 				return exectest.OK("DEVNAME=" + dev + "\nTYPE=" + t + "\n")
 			}
 			return exectest.Fail(2, "")
+		case c.Name == "wipefs": // asked only after blkid found nothing
+			return exectest.OK(`{"signatures":[]}`)
 		case strings.HasPrefix(c.Name, "mkfs."):
 			d.fs[dev] = strings.TrimPrefix(c.Name, "mkfs.")
 			return exectest.OK("")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	"github.com/lvm-operator/lvm-operator/internal/devices"
@@ -22,31 +23,21 @@ var (
 	errNotMounted = errors.New("not mounted")
 )
 
-// blkid exit statuses with -p.
-const (
-	blkidNothingFound = 2
-	blkidAmbivalent   = 8
-)
-
 // detectFilesystem probes dev directly (not udev's cache) and returns its filesystem type, "" when the
-// device carries no signature.
+// device carries no signature. A device that cannot be read is an error, never blank.
 func (s *Server) detectFilesystem(ctx context.Context, dev string) (string, error) {
-	out, err := exec.Run(ctx, s.exec, "blkid", "-p", "-o", "export", dev)
+	sig, err := devices.ProbeSignatures(ctx, s.exec, dev)
+	if err != nil {
+		return "", err
+	}
 	switch {
-	case exec.HasExitCode(err, blkidNothingFound):
-		return "", nil
-	case exec.HasExitCode(err, blkidAmbivalent):
-		return "", fmt.Errorf("%w: %s carries conflicting signatures: %w", errFilesystemMismatch, dev, err)
-	case err != nil:
-		return "", fmt.Errorf("probe %s: %w", dev, err)
-	}
-	fields := devices.ParseBlkid(out)
-	if t := fields["TYPE"]; t != "" {
-		return t, nil
-	}
-	// A partition table or another signature without TYPE is still not blank.
-	if pt := fields["PTTYPE"]; pt != "" {
-		return "partition table " + pt, nil
+	case slices.Contains(sig.Types, devices.Ambivalent):
+		return "", fmt.Errorf("%w: %s carries conflicting signatures", errFilesystemMismatch, dev)
+	case len(sig.Types) > 0:
+		return sig.Types[0], nil
+	case sig.PartTable != "":
+		// A partition table is still not blank.
+		return "partition table " + sig.PartTable, nil
 	}
 	return "", nil
 }
@@ -76,13 +67,9 @@ func (s *Server) ensureFilesystem(ctx context.Context, dev, fsType string) (form
 }
 
 func mkfsCommand(fsType, dev string) (string, []string) {
-	switch fsType {
-	case lvmcsi.FSExt4:
-		// -F: never prompt (the device was just probed blank).
-		return "mkfs.ext4", []string{"-F", dev}
-	default:
-		return "mkfs." + fsType, []string{dev}
-	}
+	// No -F/-f: each mkfs refuses a device that carries a signature after all, a second guard behind
+	// the probe (mke2fs asks, reads EOF from the empty stdin and exits 1).
+	return "mkfs." + fsType, []string{dev}
 }
 
 // resizeFilesystem grows the filesystem of dev mounted at path to the device size.

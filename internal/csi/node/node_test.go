@@ -41,12 +41,18 @@ type fixture struct {
 	dir     string
 }
 
+// probeLine reports whether l is one of the commands that probe dev's signatures.
+func probeLine(l string) bool {
+	return l == "blkid -p -o export "+dev || l == "wipefs --no-act --json "+dev
+}
+
 // newFixture is a node holding volID on dev, whose blkid reports fsType ("" = blank).
 func newFixture(t *testing.T, fsType string) *fixture {
 	t.Helper()
 	f := &fixture{mounter: mount.NewFakeMounter(nil), exec: exectest.New(), dir: t.TempDir()}
 	if fsType == "" {
-		f.exec.On(exectest.Fail(2, ""), "blkid", "-p", "-o", "export", dev)
+		f.exec.On(exectest.Fail(2, ""), "blkid", "-p", "-o", "export", dev).
+			On(exectest.OK(`{"signatures":[]}`), "wipefs", "--no-act", "--json", dev)
 	} else {
 		f.exec.On(exectest.OK("DEVNAME="+dev+"\nUUID=1234\nTYPE="+fsType+"\nUSAGE=filesystem\n"),
 			"blkid", "-p", "-o", "export", dev)

@@ -23,8 +23,8 @@ func TestNodePublishFilesystem(t *testing.T) {
 		wantFS   string   // mounted filesystem
 		wantOpts []string // mount options
 	}{
-		{"blank ext4", "", mountCap("ext4"), false, "mkfs.ext4 -F " + dev, "ext4", nil},
-		{"default is ext4", "", mountCap(""), false, "mkfs.ext4 -F " + dev, "ext4", nil},
+		{"blank ext4", "", mountCap("ext4"), false, "mkfs.ext4 " + dev, "ext4", nil},
+		{"default is ext4", "", mountCap(""), false, "mkfs.ext4 " + dev, "ext4", nil},
 		{"blank xfs mounts nouuid", "", mountCap("xfs"), false, "mkfs.xfs " + dev, "xfs", []string{"nouuid"}},
 		{"blank btrfs", "", mountCap("btrfs"), false, "mkfs.btrfs " + dev, "btrfs", nil},
 		{"formatted xfs is not reformatted", "xfs", mountCap("xfs"), false, "", "xfs", []string{"nouuid"}},
@@ -34,7 +34,7 @@ func TestNodePublishFilesystem(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.existing)
-			f.exec.On(exectest.OK(""), "mkfs.ext4", "-F", dev).On(exectest.OK(""), "mkfs.xfs", dev).
+			f.exec.On(exectest.OK(""), "mkfs.ext4", dev).On(exectest.OK(""), "mkfs.xfs", dev).
 				On(exectest.OK(""), "mkfs.btrfs", dev)
 			target := f.target("fs")
 			for range 2 { // the repeat finds the target mounted and does nothing
@@ -44,7 +44,7 @@ func TestNodePublishFilesystem(t *testing.T) {
 			}
 			var mkfs []string
 			for _, l := range f.exec.Lines() {
-				if l != "blkid -p -o export "+dev {
+				if !probeLine(l) {
 					mkfs = append(mkfs, l)
 				}
 			}
@@ -91,6 +91,26 @@ func TestNodePublishRefusesAnotherFilesystem(t *testing.T) {
 				t.Errorf("mounted %+v", mps)
 			}
 		})
+	}
+}
+
+// TestNodePublishUnreadableDeviceIsNotBlank: blkid exits 2 for "nothing found" and for "cannot read";
+// when wipefs cannot open the device either, nothing is formatted.
+func TestNodePublishUnreadableDeviceIsNotBlank(t *testing.T) {
+	f := newFixture(t, "")
+	f.exec = exectest.New().On(exectest.Fail(2, ""), "blkid", "-p", "-o", "export", dev).
+		On(exectest.Fail(1, "wipefs: error: "+dev+": probing initialization failed: Input/output error"),
+			"wipefs", "--no-act", "--json", dev)
+	f.srv.exec = f.exec
+	_, err := f.srv.NodePublishVolume(t.Context(), publishReq(f.target("u"), mountCap("ext4"), false))
+	if err == nil {
+		t.Fatal("published a volume whose device could not be probed")
+	}
+	t.Logf("refused: %v", err)
+	for _, l := range f.exec.Lines() {
+		if !probeLine(l) {
+			t.Errorf("ran %q after a failed probe", l)
+		}
 	}
 }
 

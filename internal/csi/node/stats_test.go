@@ -31,7 +31,7 @@ func TestNodeExpandVolume(t *testing.T) {
 			target := f.target("e")
 			f.exec.On(exectest.OK(""), "resize2fs", dev).On(exectest.OK(""), "xfs_growfs", target).
 				On(exectest.OK(""), "btrfs", "filesystem", "resize", "max", target).
-				On(exectest.OK(""), "mkfs.ext4", "-F", dev)
+				On(exectest.OK(""), "mkfs.ext4", dev)
 			if _, err := f.srv.NodePublishVolume(t.Context(), publishReq(target, tt.capab, false)); err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func TestNodeExpandVolume(t *testing.T) {
 			}
 			var got []string
 			for _, l := range f.exec.Lines() {
-				if l != "blkid -p -o export "+dev {
+				if !probeLine(l) {
 					got = append(got, l)
 				}
 			}
