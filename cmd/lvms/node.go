@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	csinode "github.com/lvm-operator/lvm-operator/internal/csi/node"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
 )
@@ -20,6 +21,7 @@ type nodeFlags struct {
 	nodeName, namespace    string
 	csiSocket, kubeletCSI  string
 	registrationSocket     string
+	kubeletDir             string
 	lvmdSocket             string
 	nsenter                bool
 	commandTimeout         time.Duration
@@ -44,6 +46,8 @@ func newNodeCommand() *cobra.Command {
 		"the CSI socket's path as kubelet sees it")
 	fl.StringVar(&f.registrationSocket, "registration-socket", "/var/lib/kubelet/plugins_registry/topolvm.io-reg.sock",
 		"kubelet plugin registration socket; empty when a node-driver-registrar sidecar registers instead")
+	fl.StringVar(&f.kubeletDir, "kubelet-dir", csinode.DefaultKubeletDir,
+		"the kubelet's root directory; CSI target paths outside it are refused")
 	fl.StringVar(&f.lvmdSocket, "lvmd-socket", "", "also serve lvmd's gRPC API on this socket")
 	fl.BoolVar(&f.nsenter, "nsenter", true, "run host commands through nsenter into PID 1's namespaces (needs hostPID)")
 	fl.DurationVar(&f.commandTimeout, "command-timeout", exec.DefaultTimeout,
@@ -80,7 +84,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if _, err := nodeagent.Setup(mgr, nodeagent.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, Executor: exec.NewHost(hostOpts...), MountInfo: mountInfo,
 		CSIEndpoint: f.csiSocket, RegistrationSocket: f.registrationSocket, KubeletCSIEndpoint: f.kubeletCSI,
-		LVMDSocket: f.lvmdSocket,
+		LVMDSocket: f.lvmdSocket, KubeletDir: f.kubeletDir,
 	}); err != nil {
 		return err
 	}

@@ -2,10 +2,6 @@ package lvmd
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	lvmdpb "github.com/lvm-operator/lvm-operator/internal/lvmd/proto"
 )
 
@@ -34,41 +31,17 @@ func (s *Server) Register(g *grpc.Server) {
 
 // Serve serves svc on the unix socket path until ctx ends, then stops
 // gracefully (in-flight calls finish, streams are closed after
-// gracePeriod). A stale socket file at path is replaced. Calls are logged
-// with the logger from ctx.
+// gracePeriod). A stale socket at path is replaced; anything else there is
+// an error and left alone. Calls are logged with the logger from ctx.
 func Serve(ctx context.Context, svc *Service, path string, gracePeriod time.Duration) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale socket %s: %w", path, err)
-	}
-	lis, err := (&net.ListenConfig{}).Listen(ctx, "unix", path)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", path, err)
-	}
 	log := logr.FromContextOrDiscard(ctx)
-	g := grpc.NewServer(grpc.ChainUnaryInterceptor(logUnary(log)))
-	NewServer(svc).Register(g)
-
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(lis) }()
-	select {
-	case err := <-done:
-		return fmt.Errorf("serve gRPC on %s: %w", path, err)
-	case <-ctx.Done():
+	srv := &lvmcsi.Server{
+		GRPC:        grpc.NewServer(grpc.ChainUnaryInterceptor(logUnary(log))),
+		Path:        path,
+		GracePeriod: gracePeriod,
 	}
-	stopped := make(chan struct{})
-	go func() {
-		g.GracefulStop()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(gracePeriod):
-		g.Stop()
-	}
-	if err := <-done; err != nil {
-		return fmt.Errorf("serve gRPC on %s: %w", path, err)
-	}
-	return nil
+	NewServer(svc).Register(srv.GRPC)
+	return srv.Start(ctx)
 }
 
 // logUnary logs each call's method, latency and status code.

@@ -3,6 +3,7 @@ package lvmd_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -105,3 +106,21 @@ func TestGRPCOverUnixSocket(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// TestServeRefusesToRemoveNonSockets: a regular file at the socket path (a mistyped --socket) is an
+// error and stays as it was.
+func TestServeRefusesToRemoveNonSockets(t *testing.T) {
+	e := newEnv(t, testConfig())
+	path := filepath.Join(t.TempDir(), "lvmd.sock")
+	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := lvmd.Serve(t.Context(), e.svc, path, time.Second); err == nil {
+		t.Fatal("Serve replaced a regular file")
+	} else {
+		t.Logf("refused: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "data" {
+		t.Fatal("the file was touched")
+	}
+}

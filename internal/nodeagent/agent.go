@@ -52,6 +52,9 @@ type Options struct {
 	StaticConfig *lvmd.Config
 	// RefreshInterval of lvmd's full state read; 0 means lvmd's default.
 	RefreshInterval time.Duration
+	// KubeletDir is the kubelet's root directory; CSI target paths must lie below it (empty means
+	// /var/lib/kubelet).
+	KubeletDir string
 }
 
 // Agent is an assembled node agent.
@@ -137,6 +140,7 @@ func setupCSI(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
 	}
 	nodeSrv, err := csinode.New(csinode.Options{
 		NodeName: o.NodeName, Volumes: NewVolumes(svc), Mounter: mounter, Exec: o.Executor,
+		KubeletDir: o.KubeletDir,
 	})
 	if err != nil {
 		return fmt.Errorf("CSI node service: %w", err)

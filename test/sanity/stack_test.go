@@ -64,6 +64,8 @@ type stack struct {
 	lvm *lvm.Client
 	// nodeSocket serves Identity+Node, controllerSocket Identity+Controller.
 	nodeSocket, controllerSocket string
+	// dir plays the kubelet's directory: csi-sanity's target paths are below it.
+	dir string
 }
 
 // startStack builds the volume groups on disks and starts everything; t.Cleanup stops it. The
@@ -75,6 +77,7 @@ func startStack(t *testing.T, dir, logPath string, disks []string) *stack {
 		lvm:              lvm.New(h),
 		nodeSocket:       filepath.Join(dir, "node.sock"),
 		controllerSocket: filepath.Join(dir, "controller.sock"),
+		dir:              dir,
 	}
 	// Set the logger first: controller-runtime discards its logs for good when nothing sets one within
 	// 30 s of first use.
@@ -206,7 +209,7 @@ func (s *stack) startManager(t *testing.T, cfg *rest.Config, scheme *runtime.Sch
 	ctx, cancel := context.WithCancel(context.Background())
 	if _, err := nodeagent.Setup(mgr, nodeagent.Options{
 		NodeName: nodeName, Namespace: "lvms-system", Executor: h,
-		CSIEndpoint: "unix://" + s.nodeSocket, StaticConfig: classes,
+		CSIEndpoint: "unix://" + s.nodeSocket, StaticConfig: classes, KubeletDir: s.dir,
 	}); err != nil {
 		cancel()
 		return fmt.Errorf("node agent: %w", err)

@@ -35,6 +35,8 @@ func TestSanity(t *testing.T) {
 		Volumes:  lvVolumes{},
 		Mounter:  mount.NewFakeMounter(nil),
 		Exec:     newFakeDisks().executor(),
+		// csi-sanity's target and staging paths are below dir.
+		KubeletDir: dir,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,10 @@ type Options struct {
 	Mounter mount.Interface
 	// Exec runs blkid, mkfs.*, resize2fs, xfs_growfs and btrfs.
 	Exec exec.Executor
+	// KubeletDir is the kubelet's root directory (DefaultKubeletDir when empty). Target and volume
+	// paths must lie below it: NodePublish, NodeUnpublish and NodeExpand refuse any other path with
+	// InvalidArgument.
+	KubeletDir string
 }
 
 // Server is the CSI Node service.
@@ -49,6 +53,8 @@ type Server struct {
 	mounter  mount.Interface
 	exec     exec.Executor
 	locks    lvmcsi.VolumeLocks
+	// kubeletDir confines target and volume paths.
+	kubeletDir string
 }
 
 // New returns the Node service.
@@ -56,7 +62,10 @@ func New(o Options) (*Server, error) {
 	if o.NodeName == "" || o.Volumes == nil || o.Mounter == nil || o.Exec == nil {
 		return nil, errors.New("csi node: NodeName, Volumes, Mounter and Exec are required")
 	}
-	return &Server{nodeName: o.NodeName, volumes: o.Volumes, mounter: o.Mounter, exec: o.Exec}, nil
+	return &Server{
+		nodeName: o.NodeName, volumes: o.Volumes, mounter: o.Mounter, exec: o.Exec,
+		kubeletDir: kubeletDirOrDefault(o.KubeletDir),
+	}, nil
 }
 
 // NodeGetInfo returns the node name as node ID and topology; the number of volumes is not limited.

@@ -57,7 +57,9 @@ func newFixture(t *testing.T, fsType string) *fixture {
 		f.exec.On(exectest.OK("DEVNAME="+dev+"\nUUID=1234\nTYPE="+fsType+"\nUSAGE=filesystem\n"),
 			"blkid", "-p", "-o", "export", dev)
 	}
-	srv, err := New(Options{NodeName: nodeName, Volumes: fakeVolumes{volID: dev}, Mounter: f.mounter, Exec: f.exec})
+	srv, err := New(Options{
+		NodeName: nodeName, Volumes: fakeVolumes{volID: dev}, Mounter: f.mounter, Exec: f.exec, KubeletDir: f.dir,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,9 @@ func (s *Server) NodePublishVolume(
 	if err := lvmcsi.ValidateCapability(c); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if err := confine(s.kubeletDir, target); err != nil {
+		return nil, rpcError(err)
+	}
 	if !s.locks.TryAcquire(id) {
 		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
 	}
@@ -187,6 +190,9 @@ func (s *Server) NodeUnpublishVolume(
 	if id == "" || target == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID and target path are required")
 	}
+	if err := confine(s.kubeletDir, target); err != nil {
+		return nil, rpcError(err)
+	}
 	if !s.locks.TryAcquire(id) {
 		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
 	}
@@ -207,7 +213,7 @@ func rpcError(err error) error {
 	case errors.Is(err, errFilesystemMismatch), errors.Is(err, errUnsupported), errors.Is(err, errNotMounted),
 		errors.Is(err, errSingleWriter):
 		code = codes.FailedPrecondition
-	case errors.Is(err, lvmcsi.ErrInvalidCapability):
+	case errors.Is(err, lvmcsi.ErrInvalidCapability), errors.Is(err, errOutsideKubeletDir):
 		code = codes.InvalidArgument
 	case errors.Is(err, context.DeadlineExceeded):
 		code = codes.DeadlineExceeded

@@ -35,6 +35,10 @@ func (s *Server) NodeExpandVolume(
 	if err != nil {
 		return nil, rpcError(fmt.Errorf("volume %s: %w", id, err))
 	}
+	// After the volume lookup: an unknown volume is NotFound whatever the path (csi-sanity).
+	if err := confine(s.kubeletDir, path); err != nil {
+		return nil, rpcError(err)
+	}
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, status.Errorf(codes.NotFound, "volume path %s does not exist", path)
