@@ -184,6 +184,10 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
+// ErrOwnerUnknown: the LVMCluster owning a volume group cannot be read, so whether it asks for dry-run
+// is unknown and nothing is changed (the reconcile is retried).
+var ErrOwnerUnknown = errors.New("owner unknown, nothing changed until its dry-run annotation can be read")
+
 // readDryRun reads DryRunAnnotation from the LVMVolumeGroup or from the LVMCluster owning it (the
 // operator does not copy annotations, so the owner is where users set it).
 func (r *Reconciler) readDryRun(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -196,10 +200,18 @@ func (r *Reconciler) readDryRun(ctx context.Context, s *scope) (ctrl.Result, err
 		return ctrl.Result{}, nil
 	}
 	cluster := &lvmv1alpha1.LVMCluster{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: s.vg.Namespace, Name: ref.Name}, cluster); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(
-			fmt.Errorf("get LVMCluster %s for the dry-run annotation: %w", ref.Name, err),
-		)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: s.vg.Namespace, Name: ref.Name}, cluster)
+	switch {
+	case apierrors.IsNotFound(err) && !s.vg.DeletionTimestamp.IsZero():
+		// The owner is gone and its volume groups are being deleted with it: no annotation is left to
+		// honour, and waiting would hold the finalizer forever.
+		return ctrl.Result{}, nil
+	case apierrors.IsNotFound(err):
+		// Fail closed: the owner may only be missing from the cache yet, and it may ask for dry-run.
+		return ctrl.Result{}, fmt.Errorf("%w: LVMCluster %s owning LVMVolumeGroup %s is not found",
+			ErrOwnerUnknown, ref.Name, s.vg.Name)
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("get LVMCluster %s for the dry-run annotation: %w", ref.Name, err)
 	}
 	s.dryRun = cluster.Annotations[DryRunAnnotation] == "true"
 	return ctrl.Result{}, nil

@@ -1,6 +1,7 @@
 package vgmanager_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -228,6 +229,27 @@ func TestReconcileDryRunFromTheLVMCluster(t *testing.T) {
 	}
 	if c := e.sink.classes(); len(c) != 0 {
 		t.Errorf("lvmd got classes %v for a VG that does not exist", c)
+	}
+}
+
+// TestReconcileFailsClosedWithoutItsOwner: an LVMVolumeGroup whose owning LVMCluster cannot be read
+// (not in the cache yet, say) may be under dry-run; nothing is changed until the owner is known.
+func TestReconcileFailsClosedWithoutItsOwner(t *testing.T) {
+	n := newNode([]string{"/dev/sdb", "/dev/sdc"}, nil)
+	e := newEnv(t, n, newVG("vg1", ownedBy(newCluster(nil)), spec(thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic))))
+
+	_, err := e.r.Reconcile(
+		ctrl.LoggerInto(t.Context(), testr.New(t)),
+		ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "vg1"}},
+	)
+	if !errors.Is(err, vgmanager.ErrOwnerUnknown) {
+		t.Fatalf("reconcile: %v, want ErrOwnerUnknown", err)
+	}
+	if got := n.modifications(); len(got) != 0 {
+		t.Fatalf("changed %q without knowing whether dry-run is asked for", got)
+	}
+	if c := e.sink.classes(); len(c) != 0 {
+		t.Errorf("lvmd got classes %v", c)
 	}
 }
 
