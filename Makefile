@@ -98,6 +98,7 @@ lint: ## Run golangci-lint (built once into the cache).
 test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, verify. Installs what it needs.
 	$(MAKE) tools
 	$(MAKE) test-unit
+	$(MAKE) fuzz
 	$(MAKE) test-lvm
 	$(MAKE) sanity
 	$(MAKE) e2e
@@ -106,9 +107,13 @@ test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on r
 	@echo "make test: all passed"
 
 .PHONY: test-unit
-test-unit: ## Unit tests and envtest suites (self-built kube-apiserver + etcd).
+test-unit: ## Unit tests and envtest suites with the race detector (self-built kube-apiserver + etcd).
 	assets="$$(bash hack/kube-assets.sh | tail -1)"; \
-	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS="$$assets" CGO_ENABLED=1 go test -race $(GO_TEST_FLAGS) ./...
+
+.PHONY: fuzz
+fuzz: ## Every fuzz target for FUZZTIME (default 3s) on top of its committed corpus.
+	bash hack/fuzz.sh
 
 .PHONY: test-lvm
 test-lvm: ## Host-layer tests against real lvm2 + device-mapper in User-mode Linux guests (the dev cluster is make e2e's).

@@ -34,7 +34,7 @@ trap 'rm -rf "${WORK}"' EXIT
 mkdir -p "${WORK}/bin" "${WORK}/logs"
 
 # Packages with guest tests: a //go:build line naming "guest" without "!".
-mapfile -t GUEST_PKGS < <(grep -rlP --include='*_test.go' '^//go:build\b.*(?<!!)\bguest\b' internal |
+mapfile -t GUEST_PKGS < <(grep -rlP --include='*_test.go' '^//go:build\b.*(?<!!)\bguest\b' internal cmd |
 	xargs -r -n1 dirname | sort -u)
 # Packages whose host tests boot guests themselves.
 mapfile -t HOST_PKGS < <(grep -rl --include='*_test.go' 'LVMS_UML_TESTS' internal | xargs -r -n1 dirname | sort -u)

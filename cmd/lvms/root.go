@@ -12,6 +12,6 @@ func newRootCommand() *cobra.Command {
 			"Each component runs as a subcommand of this one binary.",
 		SilenceUsage: true,
 	}
-	root.AddCommand(newVersionCommand(), newLvmdCommand(), newOperatorCommand(), newNodeCommand())
+	root.AddCommand(newVersionCommand(), newLvmdCommand(), newOperatorCommand(), newNodeCommand(), newDisksCommand())
 	return root
 }

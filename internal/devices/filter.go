@@ -65,6 +65,9 @@ func Predicates() []Predicate {
 		{"device-type", rejectType},
 		{"no-children", rejectChildren},
 		{"not-mounted", rejectMounted},
+		{"not-swap", rejectSwap},
+		{"not-open", rejectOpen},
+		{"exclusive-open", rejectNotExclusive},
 		{"lvm-membership", rejectForeignPV},
 		{"no-signature", rejectSignatures},
 		{"loop-backing-file", rejectKubeletLoop},
@@ -99,14 +102,14 @@ func (h *Host) Plan(ctx context.Context, p Policy) ([]Verdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := h.ReadMounts()
+	usage, err := h.ReadUsage()
 	if err != nil {
 		return nil, err
 	}
 	var out []Verdict
 	for _, d := range Flatten(tree) {
 		c := Candidate{Device: d}
-		c.Facts, c.ProbeErr = h.Inspect(ctx, d, mounts)
+		c.Facts, c.ProbeErr = h.Inspect(ctx, d, usage)
 		out = append(out, Evaluate(c, p))
 	}
 	return out, nil
@@ -186,7 +189,7 @@ func rejectType(c Candidate, _ Policy) []string {
 }
 
 func rejectChildren(c Candidate, p Policy) []string {
-	if vg, isPV := c.pvVG(p); isPV && vg != "" && vg == p.VGName {
+	if ourPV(c, p) {
 		return nil // a PV of our VG: its holders are our own LVs
 	}
 	var kids []string
@@ -216,6 +219,36 @@ func rejectMounted(c Candidate, _ Policy) []string {
 		return nil
 	}
 	return []string{"is mounted at " + strings.Join(c.Facts.MountPoints, ", ")}
+}
+
+func rejectSwap(c Candidate, _ Policy) []string {
+	if c.Facts.Swap {
+		return []string{"is an active swap area"}
+	}
+	return nil
+}
+
+func rejectOpen(c Candidate, p Policy) []string {
+	if len(c.Facts.OpenBy) == 0 || ourPV(c, p) {
+		return nil
+	}
+	return []string{"is held open by " + strings.Join(c.Facts.OpenBy, ", ")}
+}
+
+func rejectNotExclusive(c Candidate, p Policy) []string {
+	// Skipped when another rule already explains it (mounted, swap, holders); our own PVs are claimed
+	// by our LVs.
+	if c.Facts.NotExclusive == "" || ourPV(c, p) || len(c.Facts.MountPoints) > 0 || c.Facts.Swap ||
+		len(c.Facts.Holders) > 0 || len(c.Facts.Partitions) > 0 {
+		return nil
+	}
+	return []string{"cannot be opened exclusively: " + c.Facts.NotExclusive}
+}
+
+// ourPV reports whether the device is a PV of the policy's volume group.
+func ourPV(c Candidate, p Policy) bool {
+	vg, isPV := c.pvVG(p)
+	return isPV && vg != "" && vg == p.VGName
 }
 
 func rejectForeignPV(c Candidate, p Policy) []string {

@@ -2,8 +2,11 @@ package devices
 
 import (
 	"errors"
+	"io"
+	"io/fs"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
 
@@ -147,6 +150,19 @@ func TestPredicatesNamed(t *testing.T) {
 	}
 }
 
+// testHost is a Host on fsys whose device paths resolve to themselves and whose exclusive open
+// succeeds except for the paths in busy.
+func testHost(e *exectest.Fake, fsys fstest.MapFS, busy []string) *Host {
+	return NewHost(e, fsys,
+		WithResolver(func(p string) (string, error) { return p, nil }),
+		WithOpenExclusive(func(p string) (io.Closer, error) {
+			if slices.Contains(busy, p) {
+				return nil, &fs.PathError{Op: "open", Path: p, Err: syscall.EBUSY}
+			}
+			return io.NopCloser(nil), nil
+		}))
+}
+
 // fakeSys builds a MapFS with sysfs entries for block devices.
 func fakeSys(mountinfo string, files map[string]string) fstest.MapFS {
 	fsys := fstest.MapFS{"proc/self/mountinfo": {Data: []byte(mountinfo)}}
@@ -178,7 +194,7 @@ func TestPlan(t *testing.T) {
 	fsys := fakeSys("36 22 252:16 / /srv rw - xfs /dev/vdb rw\n", map[string]string{
 		"vda/dev": "252:0\n", "vdb/dev": "252:16\n", "vdc/dev": "252:32\n", "vdb/holders/dm-0": "",
 	})
-	h := NewHost(f, fsys)
+	h := testHost(f, fsys, nil)
 	verdicts, err := h.Plan(t.Context(), Policy{VGName: "vg1"})
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +223,7 @@ func TestWipe(t *testing.T) {
 	}
 	t.Run("refuses without opt-in", func(t *testing.T) {
 		f := exectest.New()
-		h := NewHost(f, fakeSys("", sys))
+		h := testHost(f, fakeSys("", sys), nil)
 		for _, opt := range []WipeOptIn{{}, ForceWipeDevicesAndDestroyAllData(false)} {
 			if err := h.Wipe(t.Context(), "/dev/sdb", opt); !errors.Is(err, ErrWipeNotConfirmed) {
 				t.Errorf("err = %v", err)
@@ -220,7 +236,7 @@ func TestWipe(t *testing.T) {
 	t.Run("removes holders deepest first, then partitions, then disk", func(t *testing.T) {
 		f := exectest.New()
 		f.Handler = func(exectest.Call) exectest.Response { return exectest.OK("") }
-		h := NewHost(f, fakeSys("", sys))
+		h := testHost(f, fakeSys("", sys), nil)
 		if err := h.Wipe(t.Context(), "/dev/sdb", ForceWipeDevicesAndDestroyAllData(true)); err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +248,7 @@ func TestWipe(t *testing.T) {
 	t.Run("refuses a mounted holder", func(t *testing.T) {
 		f := exectest.New()
 		f.Handler = func(exectest.Call) exectest.Response { return exectest.OK("") }
-		h := NewHost(f, fakeSys("40 22 254:1 / /mnt rw - xfs /dev/mapper/vg-pool rw\n", sys))
+		h := testHost(f, fakeSys("40 22 254:1 / /mnt rw - xfs /dev/mapper/vg-pool rw\n", sys), nil)
 		err := h.Wipe(t.Context(), "/dev/sdb", ForceWipeDevicesAndDestroyAllData(true))
 		if !errors.Is(err, ErrBusy) {
 			t.Errorf("err = %v", err)
@@ -243,7 +259,11 @@ func TestWipe(t *testing.T) {
 	})
 	t.Run("refuses a mounted disk", func(t *testing.T) {
 		f := exectest.New()
-		h := NewHost(f, fakeSys("40 22 8:48 / /data rw - ext4 /dev/sdd rw\n", map[string]string{"sdd/dev": "8:48"}))
+		h := testHost(
+			f,
+			fakeSys("40 22 8:48 / /data rw - ext4 /dev/sdd rw\n", map[string]string{"sdd/dev": "8:48"}),
+			nil,
+		)
 		if err := h.Wipe(t.Context(), "/dev/sdd", ForceWipeDevicesAndDestroyAllData(true)); !errors.Is(err, ErrBusy) {
 			t.Errorf("err = %v", err)
 		}

@@ -1,10 +1,12 @@
 package devices
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -158,9 +160,40 @@ func FuzzParseLsblk(f *testing.F) {
 func FuzzParseMountInfo(f *testing.F) {
 	f.Add([]byte("36 22 98:0 / /mnt\\040x rw - ext4 /dev/ubda rw\n"))
 	f.Add([]byte("1 2 3 4 5 - \\"))
-	f.Fuzz(func(_ *testing.T, data []byte) {
-		ParseMountInfo(data)
-		ParseBlkid(data)
+	f.Add([]byte("900 800 0:5 /vdf /dev/xvdf rw,nosuid - devtmpfs udev rw\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tab := ParseMountInfo(data)
+		for node, mps := range tab.byNode {
+			if node == "/" || len(mps) == 0 {
+				t.Errorf("bind mount of devtmpfs root %q at %q", node, mps)
+			}
+		}
+	})
+}
+
+func FuzzParseBlkid(f *testing.F) {
+	f.Add([]byte("DEVNAME=/dev/loop0\nUUID=MJ7X70\nVERSION=LVM2\\ 001\nTYPE=LVM2_member\nUSAGE=raid\n"))
+	f.Add([]byte("PTUUID=abc\nPTTYPE=gpt\n=x\n\\"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for k := range ParseBlkid(data) {
+			if k == "" || strings.ContainsAny(k, "=\n") {
+				t.Errorf("key %q from %q", k, data)
+			}
+		}
+	})
+}
+
+func FuzzParseWipefs(f *testing.F) {
+	f.Add([]byte(`{"signatures":[{"device":"vdc","offset":"0x1ff","type":"gpt"},{"type":"gpt"},{"type":""}]}`))
+	f.Add([]byte("{\n   \"signatures\": [\n\n   ]\n}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sigs, err := ParseWipefs(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		if slices.Contains(sigs, "") || len(slices.Compact(slices.Clone(sigs))) != len(sigs) {
+			t.Errorf("signatures %q from %q", sigs, data)
+		}
 	})
 }
 

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -23,6 +25,10 @@ type Host struct {
 	fsys fs.FS
 	// mountInfo is the mountinfo path inside fsys.
 	mountInfo string
+	// resolve maps a device path to its device node (ResolvePath).
+	resolve func(string) (string, error)
+	// openExcl opens a device node with O_EXCL (openExclusive).
+	openExcl func(string) (io.Closer, error)
 }
 
 // Option configures a Host.
@@ -38,7 +44,9 @@ func WithMountInfo(p string) Option {
 
 // NewHost returns a Host. fsys must be rooted at the host's "/".
 func NewHost(e exec.Executor, fsys fs.FS, opts ...Option) *Host {
-	h := &Host{exec: e, fsys: fsys, mountInfo: "proc/self/mountinfo"}
+	h := &Host{
+		exec: e, fsys: fsys, mountInfo: "proc/self/mountinfo", resolve: ResolvePath, openExcl: openExclusive,
+	}
 	for _, o := range opts {
 		o(h)
 	}
@@ -65,12 +73,19 @@ type Facts struct {
 	LoopBackingFile string
 	// Suspended is set for a suspended device-mapper device.
 	Suspended bool
+	// Swap is set when the device is an active swap area.
+	Swap bool
+	// OpenBy are the processes holding the device open ("pid 42 (cat)").
+	OpenBy []string
+	// NotExclusive is why an exclusive open (O_EXCL) of the device failed; empty when it succeeded.
+	NotExclusive string
 }
 
-// Inspect probes one device: signatures (blkid -p, and wipefs when blkid
-// finds nothing), partitions and holders (sysfs), mounts (mounts, as read by
-// ReadMounts), loop backing file and dm suspension (sysfs).
-func (h *Host) Inspect(ctx context.Context, d BlockDevice, mounts MountTable) (Facts, error) {
+// Inspect probes one device: signatures (blkid -p, and wipefs when blkid finds nothing), partitions
+// and holders (sysfs), mounts in any mount namespace including bind mounts of its device node, swap
+// and open descriptors (from u, see ReadUsage), loop backing file and dm suspension (sysfs), and
+// whether it can be opened exclusively right now.
+func (h *Host) Inspect(ctx context.Context, d BlockDevice, u Usage) (Facts, error) {
 	var f Facts
 	if err := h.probeSignatures(ctx, d.KName, &f); err != nil {
 		return Facts{}, err
@@ -82,29 +97,30 @@ func (h *Host) Inspect(ctx context.Context, d BlockDevice, mounts MountTable) (F
 		return Facts{}, err
 	}
 	f.Partitions = h.partitions(name)
-	if devno, err := h.readTrimmed(sys + "/dev"); err == nil {
-		f.MountPoints = mounts.byDev[devno]
-	}
-	f.MountPoints = append(f.MountPoints, mounts.bySource[d.Name]...)
-	if d.KName != d.Name {
-		f.MountPoints = append(f.MountPoints, mounts.bySource[d.KName]...)
-	}
-	slices.Sort(f.MountPoints)
-	f.MountPoints = slices.Compact(f.MountPoints)
+	devno, _ := h.readTrimmed(sys + "/dev")
+	f.MountPoints = u.Mounts.of(devno, name, d.Name, d.KName)
+	f.Swap = u.swap(name)
+	f.OpenBy = u.openBy[devno]
 	if s, err := h.readTrimmed(sys + "/loop/backing_file"); err == nil {
 		f.LoopBackingFile = s
 	}
 	if s, err := h.readTrimmed(sys + "/dm/suspended"); err == nil && s == "1" {
 		f.Suspended = true
 	}
+	if c, err := h.openExcl(d.KName); err != nil {
+		f.NotExclusive = err.Error()
+	} else {
+		_ = c.Close()
+	}
 	return f, nil
 }
 
-// blkidNothingFound is blkid's exit status when no signature was found.
-const blkidNothingFound = 2
-
-// blkidAmbivalent is blkid's exit status for conflicting signatures.
-const blkidAmbivalent = 8
+// blkid's exit statuses with -p: nothing found (or the device could not be read), and conflicting
+// signatures.
+const (
+	blkidNothingFound = 2
+	blkidAmbivalent   = 8
+)
 
 func (h *Host) probeSignatures(ctx context.Context, dev string, f *Facts) error {
 	sig, err := ProbeSignatures(ctx, h.exec, dev)
@@ -163,13 +179,29 @@ func ProbeSignatures(ctx context.Context, e exec.Executor, dev string) (Signatur
 }
 
 func wipefsSignatures(ctx context.Context, e exec.Executor, dev string) ([]string, error) {
+	var sigs []string
+	err := e.Exec(ctx, exec.Cmd{
+		Name: "wipefs", Args: []string{"--no-act", "--json", dev},
+		Stdout: func(r io.Reader) (err error) {
+			sigs, err = ParseWipefs(r)
+			return err
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("probe signatures of %s: %w", dev, err)
+	}
+	return sigs, nil
+}
+
+// ParseWipefs decodes `wipefs --no-act --json` output into the distinct signature types it lists.
+func ParseWipefs(r io.Reader) ([]string, error) {
 	var out struct {
 		Signatures []struct {
 			Type string `json:"type"`
 		} `json:"signatures"`
 	}
-	if err := exec.RunJSON(ctx, e, &out, "wipefs", "--no-act", "--json", dev); err != nil {
-		return nil, fmt.Errorf("probe signatures of %s: %w", dev, err)
+	if err := json.NewDecoder(r).Decode(&out); err != nil {
+		return nil, fmt.Errorf("decode wipefs output: %w", err)
 	}
 	var sigs []string
 	for _, s := range out.Signatures {
@@ -244,10 +276,14 @@ func (h *Host) readTrimmed(p string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// MountTable indexes mountinfo by device number and by source.
+// MountTable indexes mountinfo by device number, by source and by the device node a bind mount of
+// devtmpfs exposes.
 type MountTable struct {
 	byDev    map[string][]string
 	bySource map[string][]string
+	// byNode maps a devtmpfs path ("/sdb") to where it is bind-mounted (a container's /dev/xvdb, or
+	// `mount --bind /dev/sdb /somewhere`).
+	byNode map[string][]string
 }
 
 // ReadMounts reads the Host's mountinfo.
@@ -261,7 +297,7 @@ func (h *Host) ReadMounts() (MountTable, error) {
 
 // ParseMountInfo parses /proc/<pid>/mountinfo (proc(5)).
 func ParseMountInfo(b []byte) MountTable {
-	t := MountTable{byDev: map[string][]string{}, bySource: map[string][]string{}}
+	t := MountTable{byDev: map[string][]string{}, bySource: map[string][]string{}, byNode: map[string][]string{}}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -275,12 +311,47 @@ func ParseMountInfo(b []byte) MountTable {
 			src := unescapeOctal(fields[sep+2])
 			t.bySource[src] = append(t.bySource[src], mp)
 		}
+		if root := unescapeOctal(fields[3]); len(fields) > sep+1 && fields[sep+1] == "devtmpfs" && root != "/" {
+			t.byNode[root] = append(t.byNode[root], mp)
+		}
 	}
 	return t
 }
 
+// merge adds the mounts of other, each mount point suffixed with " (where)".
+func (t *MountTable) merge(other MountTable, where string) {
+	add := func(dst *map[string][]string, src map[string][]string) {
+		if *dst == nil {
+			*dst = map[string][]string{}
+		}
+		for k, mps := range src {
+			for _, mp := range mps {
+				(*dst)[k] = append((*dst)[k], mp+" ("+where+")")
+			}
+		}
+	}
+	add(&t.byDev, other.byDev)
+	add(&t.bySource, other.bySource)
+	add(&t.byNode, other.byNode)
+}
+
 // MountPoints returns where devno ("major:minor") is mounted.
 func (t MountTable) MountPoints(devno string) []string { return t.byDev[devno] }
+
+// of returns, sorted and without duplicates, where the device with devno and kernel name is mounted:
+// by device number, by any of its paths as mount source, and as a bind mount of its device node.
+func (t MountTable) of(devno, name string, paths ...string) []string {
+	var out []string
+	if devno != "" {
+		out = append(out, t.byDev[devno]...)
+	}
+	for _, p := range slices.Compact(slices.Clone(paths)) {
+		out = append(out, t.bySource[p]...)
+	}
+	out = append(out, t.byNode["/"+name]...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 // unescapeOctal undoes mountinfo's \NNN escapes (space, tab, newline, \).
 func unescapeOctal(s string) string {

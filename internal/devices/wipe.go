@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
@@ -34,29 +33,30 @@ func ForceWipeDevicesAndDestroyAllData(confirm bool) WipeOptIn {
 }
 
 // Wipe destroys everything on dev: it removes the device-mapper devices
-// stacked on it and its partitions (deepest first, `dmsetup remove`), then
-// erases all signatures of the partitions and the device (`wipefs --all
-// --force`). It refuses without the opt-in, and for mounted devices.
+// stacked on it and its partitions (deepest first, `dmsetup remove`), then,
+// holding the device open exclusively (O_EXCL), erases all signatures of the
+// partitions and the device (`wipefs --all --force`: force is needed for
+// partition tables; the exclusive open is what guarantees nothing else uses
+// the device). It refuses without the opt-in, for a path that is not a block
+// device, and when the device, a partition or anything stacked on them is
+// mounted (in any mount namespace, bind mounts included), is swap, is held
+// open by a process or is held by something other than device-mapper.
 func (h *Host) Wipe(ctx context.Context, dev string, opt WipeOptIn) error {
 	if !opt.destroyAllData {
 		return fmt.Errorf("wipe %s: %w", dev, ErrWipeNotConfirmed)
 	}
-	if !strings.HasPrefix(dev, "/dev/") {
-		return fmt.Errorf("wipe %s: not a /dev path", dev)
-	}
-	resolved, err := filepath.EvalSymlinks(dev)
+	name, err := h.kernelName(dev)
 	if err != nil {
-		resolved = dev // e.g. tests with a faked /sys; the kernel name is then the base name
+		return fmt.Errorf("wipe %s: %w", dev, err)
 	}
-	name := path.Base(resolved)
-	mounts, err := h.ReadMounts()
+	u, err := h.ReadUsage()
 	if err != nil {
 		return fmt.Errorf("wipe %s: %w", dev, err)
 	}
 	targets := append(h.partitions(name), "/dev/"+name)
 	// Check everything before changing anything.
 	for _, t := range targets {
-		if err := h.checkUnmounted(path.Base(t), mounts, 0); err != nil {
+		if err := h.checkFree(path.Base(t), u, 0); err != nil {
 			return fmt.Errorf("wipe %s: %w", dev, err)
 		}
 	}
@@ -65,6 +65,11 @@ func (h *Host) Wipe(ctx context.Context, dev string, opt WipeOptIn) error {
 			return fmt.Errorf("wipe %s: %w", dev, err)
 		}
 	}
+	excl, err := h.openExcl("/dev/" + name)
+	if err != nil {
+		return fmt.Errorf("wipe %s: cannot be opened exclusively: %w: %w", dev, err, ErrBusy)
+	}
+	defer func() { _ = excl.Close() }()
 	// Partitions first: once the table is gone their signatures would
 	// survive, invisible, at their old offsets.
 	for _, t := range targets {
@@ -85,14 +90,22 @@ func (h *Host) Wipe(ctx context.Context, dev string, opt WipeOptIn) error {
 // maxHolderDepth bounds the recursion over sysfs holders.
 const maxHolderDepth = 16
 
-// checkUnmounted fails with ErrBusy when the kernel device name or any
-// device stacked on it is mounted, or when a holder is not device-mapper.
-func (h *Host) checkUnmounted(name string, mounts MountTable, depth int) error {
+// checkFree fails with ErrBusy when the kernel device name or any device
+// stacked on it is mounted, swap or held open, or when a holder is not
+// device-mapper.
+func (h *Host) checkFree(name string, u Usage, depth int) error {
 	if depth > maxHolderDepth {
 		return fmt.Errorf("holders of %s nest too deep: %w", name, ErrBusy)
 	}
-	if mp := h.mountPoints(name, mounts); len(mp) > 0 {
+	devno, _ := h.readTrimmed("sys/class/block/" + name + "/dev")
+	if mp := u.Mounts.of(devno, name, "/dev/"+name); len(mp) > 0 {
 		return fmt.Errorf("/dev/%s is mounted at %s: %w", name, strings.Join(mp, ", "), ErrBusy)
+	}
+	if u.swap(name) {
+		return fmt.Errorf("/dev/%s is an active swap area: %w", name, ErrBusy)
+	}
+	if by := u.openBy[devno]; devno != "" && len(by) > 0 {
+		return fmt.Errorf("/dev/%s is held open by %s: %w", name, strings.Join(by, ", "), ErrBusy)
 	}
 	holders, err := h.holders(name)
 	if err != nil {
@@ -103,7 +116,7 @@ func (h *Host) checkUnmounted(name string, mounts MountTable, depth int) error {
 		if _, err := h.readTrimmed("sys/class/block/" + hn + "/dm/name"); err != nil {
 			return fmt.Errorf("holder %s of %s is not a device-mapper device: %w", holder, name, ErrBusy)
 		}
-		if err := h.checkUnmounted(hn, mounts, depth+1); err != nil {
+		if err := h.checkFree(hn, u, depth+1); err != nil {
 			return err
 		}
 	}
@@ -134,12 +147,4 @@ func (h *Host) removeHolders(ctx context.Context, name string, depth int) error 
 		}
 	}
 	return nil
-}
-
-func (h *Host) mountPoints(name string, mounts MountTable) []string {
-	devno, err := h.readTrimmed("sys/class/block/" + name + "/dev")
-	if err != nil {
-		return nil
-	}
-	return mounts.byDev[devno]
 }

@@ -69,6 +69,29 @@ func (c *Client) RemoveLV(ctx context.Context, vg VG, name string) error {
 	return nil
 }
 
+// RemoveThinPool removes an owned thin pool only if no thin LV uses it, and
+// never one created meanwhile: it deactivates the pool (`lvchange -an`,
+// which fails while a thin LV is active) and removes it without -y
+// (`lvremove vg/pool` with stdin at EOF), so lvm2's prompts for an active
+// pool or for dependent volumes answer no. A pool with thin LVs is an
+// error, not a loss.
+func (c *Client) RemoveThinPool(ctx context.Context, vg VG, name string) error {
+	if err := checkOwned(vg); err != nil {
+		return fmt.Errorf("remove thin pool %s: %w", name, err)
+	}
+	if err := ValidName(name); err != nil {
+		return fmt.Errorf("remove thin pool in VG %s: %w", vg.Name, err)
+	}
+	full := vg.Name + "/" + name
+	if err := c.run(ctx, "lvchange", "-an", full); err != nil {
+		return fmt.Errorf("deactivate thin pool %s: %w", full, err)
+	}
+	if err := c.run(ctx, "lvremove", full); err != nil {
+		return fmt.Errorf("remove thin pool %s: %w", full, err)
+	}
+	return nil
+}
+
 // ActivateOptions describes an lvchange activation.
 type ActivateOptions struct {
 	Active bool

@@ -116,6 +116,16 @@ func (lv LV) PVNames() []string {
 // FullName returns "vg/lv".
 func (lv LV) FullName() string { return lv.VGName + "/" + lv.Name }
 
+// PVVolumeGroups maps each PV's device path to its VG name ("" for an orphan PV), as the device filter
+// (devices.Policy.PVs) wants it.
+func (s *State) PVVolumeGroups() map[string]string {
+	pvs := make(map[string]string, len(s.PVs))
+	for _, pv := range s.PVs {
+		pvs[pv.Name] = pv.VGName
+	}
+	return pvs
+}
+
 // VG returns the VG named name.
 func (s *State) VG(name string) (VG, bool) {
 	i := slices.IndexFunc(s.VGs, func(vg VG) bool { return vg.Name == name })

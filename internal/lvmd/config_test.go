@@ -178,3 +178,31 @@ func TestPendingDeviceClassManager(t *testing.T) {
 		t.Fatalf("DeviceClass(thick) after replacing with no classes: %v, want ErrUnknownDeviceClass", err)
 	}
 }
+
+// FuzzParseConfig: any input is either refused with ErrInvalidArgument or yields a configuration that
+// validates and names at least one device class.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte("device-classes:\n- name: thin\n  volume-group: vg\n  type: thin\n  default: true\n" +
+		"  thin-pool:\n    name: pool\n    overprovision-ratio: 10\n"))
+	f.Add(
+		[]byte(
+			"device-classes:\n- name: ssd\n  volume-group: vg\n  spare-gb: 10\n  lvcreate-options: [\"--type=raid1\"]\n",
+		),
+	)
+	f.Add([]byte(`{"socket-name":"/run/lvmd.sock","device-classes":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := lvmd.ParseConfig(data)
+		if err != nil {
+			if !errors.Is(err, lvmd.ErrInvalidArgument) {
+				t.Errorf("error %v does not wrap ErrInvalidArgument", err)
+			}
+			return
+		}
+		if len(cfg.DeviceClasses) == 0 {
+			t.Error("accepted a configuration without device classes")
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("accepted a configuration that does not validate: %v", err)
+		}
+	})
+}

@@ -88,9 +88,12 @@ func (s *Service) RemoveLV(ctx context.Context, name, class string) error {
 	if err := s.ensureState(ctx); err != nil {
 		return fmt.Errorf("remove LV %s: %w", name, err)
 	}
-	vg, freed, err := s.planRemove(dc, name)
+	vg, lv, freed, err := s.planRemove(dc, name)
 	if err != nil || vg.Name == "" {
 		return wrapf(err, "remove LV %s", name)
+	}
+	if err := s.zeroThick(ctx, vg, lv); err != nil {
+		return s.refreshAfterFailure(ctx, fmt.Errorf("remove LV %s: %w", name, err))
 	}
 	if err := s.lvm.RemoveLV(ctx, vg, name); err != nil {
 		if lvm.IsNotFound(err) {
@@ -113,20 +116,20 @@ func (s *Service) RemoveLV(ctx context.Context, name, class string) error {
 	return nil
 }
 
-// planRemove returns the VG of the LV to remove and the VG bytes removing it
-// frees; a zero VG when there is nothing to remove.
-func (s *Service) planRemove(dc *DeviceClass, name string) (lvm.VG, uint64, error) {
+// planRemove returns the VG of the LV to remove, the LV, and the VG bytes
+// removing it frees; a zero VG when there is nothing to remove.
+func (s *Service) planRemove(dc *DeviceClass, name string) (lvm.VG, lvm.LV, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	vg, lv, err := s.lookup(dc, name)
 	if errors.Is(err, ErrNotFound) {
-		return lvm.VG{}, 0, nil
+		return lvm.VG{}, lvm.LV{}, 0, nil
 	}
 	if err != nil {
-		return lvm.VG{}, 0, err
+		return lvm.VG{}, lvm.LV{}, 0, err
 	}
 	if lv.Attr.IsThin() {
-		return vg, 0, nil
+		return vg, lv, 0, nil
 	}
 	var freed, subs uint64
 	for _, o := range s.state.LVs {
@@ -134,7 +137,8 @@ func (s *Service) planRemove(dc *DeviceClass, name string) (lvm.VG, uint64, erro
 			continue
 		}
 		if o.Origin == name && o.Attr.IsSnapshot() {
-			return lvm.VG{}, 0, fmt.Errorf("%w: LV %s has copy-on-write snapshot %s", ErrInUse, lv.FullName(), o.Name)
+			return lvm.VG{}, lvm.LV{}, 0, fmt.Errorf("%w: LV %s has copy-on-write snapshot %s",
+				ErrInUse, lv.FullName(), o.Name)
 		}
 		if o.Hidden && isSubLV(name, o.Name) {
 			subs += o.Size
@@ -144,7 +148,7 @@ func (s *Service) planRemove(dc *DeviceClass, name string) (lvm.VG, uint64, erro
 	if subs > 0 {
 		freed = subs
 	}
-	return vg, freed, nil
+	return vg, lv, freed, nil
 }
 
 // isSubLV reports whether hidden LV sub is a RAID or mirror image, metadata

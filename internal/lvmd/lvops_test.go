@@ -2,6 +2,7 @@ package lvmd_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -143,6 +144,10 @@ func TestSnapshots(t *testing.T) {
 	wantErr(t, e.svc.RemoveLV(ctx, "thick", "thick"), lvmd.ErrInUse)
 	wantErr(t, e.svc.RemoveLV(ctx, "cow", "thick"), nil)
 	wantErr(t, e.svc.RemoveLV(ctx, "thick", "thick"), nil)
+	// A snapshot is zeroed through its COW device, the extents it owns.
+	if z := e.fake.Zeroed(); !slices.Contains(z, "/dev/mapper/vg-cow-cow") || !slices.Contains(z, "/dev/vg/thick") {
+		t.Errorf("zeroed %v", z)
+	}
 	e.checkNoDrift()
 }
 
@@ -158,8 +163,11 @@ func TestRemoveLV(t *testing.T) {
 
 	wantErr(t, e.svc.RemoveLV(ctx, "a", "thick"), nil)
 	wantErr(t, e.svc.RemoveLV(ctx, "b", "thin"), nil)
-	if e.fake.Count("lvremove") != 2 || e.fake.Count("") != 2 {
-		t.Errorf("calls = %v", e.fake.Calls())
+	// The thick LV's extents are zeroed before they are freed; the thin LV needs nothing (its pool
+	// zeroes what it provisions).
+	if e.fake.Count("lvremove") != 2 || e.fake.Count("") != 3 ||
+		!slices.Equal(e.fake.Zeroed(), []string{"/dev/vg/a"}) {
+		t.Errorf("calls = %v, zeroed %v", e.fake.Calls(), e.fake.Zeroed())
 	}
 	if e.free("thin") != thin || e.free("thick") != thick-gib {
 		t.Errorf(

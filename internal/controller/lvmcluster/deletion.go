@@ -15,9 +15,8 @@ import (
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
 
-// reconcileDelete tears the operands down once no PVC uses our StorageClasses: the volume groups
-// first (every node removes its VG, then its finalizer), then the node agent, the classes and the
-// CSIDriver; then the LVMCluster's finalizer goes. Each wait is woken by a watch, not a timer.
+// reconcileDelete tears the operands down once no PVC uses our StorageClasses, in teardownOrder; then
+// the LVMCluster's finalizer goes. Each wait is woken by a watch, not a timer.
 func reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.cluster, Finalizer) {
 		return ctrl.Result{}, nil
@@ -33,8 +32,16 @@ func reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 		s.recorder.Eventf(s.cluster, nil, corev1.EventTypeWarning, ReasonPVCsExist, "Delete", "%s", msg)
 		return ctrl.Result{}, nil
 	}
-	all := units()
-	for _, u := range slices.Backward(all) {
+	for _, u := range teardownOrder() {
+		if u.name == unitVolumeGroups {
+			// The classes are gone, so no new claim can be provisioned: count the claims once more
+			// before the volume groups go.
+			if claims, err := claimsUsingOurClasses(ctx, s.client, s.cluster); err != nil || len(claims) > 0 {
+				s.blockDeletion(ReasonPVCsExist, fmt.Sprintf("deletion waits for PersistentVolumeClaim(s): %s",
+					joinCapped(claims, maxConditionItems)))
+				return ctrl.Result{}, err
+			}
+		}
 		gone, err := u.remove(ctx, s)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("remove %s: %w", u.name, err)
@@ -49,6 +56,27 @@ func reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// unitVolumeGroups names the LVMVolumeGroups unit.
+const unitVolumeGroups = "LVMVolumeGroups"
+
+// teardownOrder is the order operands are removed in: the StorageClasses and VolumeSnapshotClasses
+// first, so that nothing new is provisioned while the volume groups go; then the volume groups (every
+// node removes its VG, then its finalizer), which need the node agents; then the node agents, the
+// SecurityContextConstraints and the CSIDriver.
+func teardownOrder() []unit {
+	byName := map[string]unit{}
+	for _, u := range units() {
+		byName[u.name] = u
+	}
+	names := []string{"StorageClasses", "VolumeSnapshotClasses", unitVolumeGroups, "NodeDaemonSet",
+		"SecurityContextConstraints", "CSIDriver"}
+	out := make([]unit, 0, len(names))
+	for _, n := range names {
+		out = append(out, byName[n])
+	}
+	return out
 }
 
 func (s *scope) blockDeletion(reason, msg string) {

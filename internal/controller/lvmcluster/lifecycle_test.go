@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -363,6 +364,16 @@ func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 	if err := k8s.Create(ctx, pvc); err != nil {
 		t.Fatalf("create PVC: %v", err)
 	}
+	// Play a node agent that has not torn its volume group down yet.
+	vg := &lvmv1alpha1.LVMVolumeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "vg1"}}
+	const nodeFinalizer = "test.lvms/node-agent"
+	eventually(t, "hold the LVMVolumeGroup", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); err != nil {
+			return err
+		}
+		vg.Finalizers = append(vg.Finalizers, nodeFinalizer)
+		return k8s.Update(ctx, vg)
+	})
 	if err := k8s.Delete(ctx, c); err != nil {
 		t.Fatalf("delete LVMCluster: %v", err)
 	}
@@ -394,6 +405,31 @@ func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 		}
 		cur.Finalizers = nil
 		return k8s.Update(ctx, &cur)
+	})
+	// The classes go first, so nothing new is provisioned while the volume groups are torn down.
+	eventually(t, "StorageClass gone while the volume group is still torn down", func(ctx context.Context) error {
+		if err := k8s.Get(
+			ctx,
+			client.ObjectKey{Name: "lvms-vg1"},
+			&storagev1.StorageClass{},
+		); !apierrors.IsNotFound(
+			err,
+		) {
+			return fmt.Errorf("StorageClass: %w", err)
+		}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); err != nil {
+			return fmt.Errorf("the LVMVolumeGroup went before the StorageClass: %w", err)
+		}
+		return nil
+	})
+	eventually(t, "release the LVMVolumeGroup", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		vg.Finalizers = slices.DeleteFunc(vg.Finalizers, func(f string) bool { return f == nodeFinalizer })
+		return k8s.Update(ctx, vg)
 	})
 	eventually(t, "LVMCluster and operands gone", func(ctx context.Context) error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &lvmv1alpha1.LVMCluster{}); !apierrors.IsNotFound(err) {

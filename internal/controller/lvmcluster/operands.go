@@ -31,7 +31,7 @@ func units() []unit {
 		{name: "StorageClasses", apply: applyStorageClasses, remove: removeLabelled(&storagev1.StorageClassList{})},
 		{name: "VolumeSnapshotClasses", apply: applySnapshotClasses, remove: removeSnapshotClasses},
 		{name: "NodeDaemonSet", apply: applyNodeDaemonSet, remove: removeNodeDaemonSet},
-		{name: "LVMVolumeGroups", apply: applyVolumeGroups, remove: removeVolumeGroups},
+		{name: unitVolumeGroups, apply: applyVolumeGroups, remove: removeVolumeGroups},
 	}
 }
 

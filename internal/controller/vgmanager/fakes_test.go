@@ -347,7 +347,7 @@ func (f *fakeLVM) ExtendLV(_ context.Context, vg lvm.VG, name string, o lvm.Exte
 	return nil
 }
 
-func (f *fakeLVM) RemoveLV(_ context.Context, vg lvm.VG, name string) error {
+func (f *fakeLVM) RemoveThinPool(_ context.Context, vg lvm.VG, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("lvremove %s/%s", vg.Name, name)

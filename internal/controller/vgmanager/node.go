@@ -30,7 +30,7 @@ type LVM interface {
 	CreateThinPool(ctx context.Context, vg lvm.VG, o lvm.ThinPoolOptions) error
 	ExtendLV(ctx context.Context, vg lvm.VG, name string, o lvm.ExtendOptions) error
 	SetThinPoolZero(ctx context.Context, vg lvm.VG, name string, zero bool) error
-	RemoveLV(ctx context.Context, vg lvm.VG, name string) error
+	RemoveThinPool(ctx context.Context, vg lvm.VG, name string) error
 }
 
 // NodeManager is the disk side of the volume-group manager: it turns one device class spec into an
@@ -208,7 +208,8 @@ func (m *NodeManager) Teardown(
 			ErrDryRun, pool, name, strings.Join(names, ", "))
 	}
 	if _, ok := s.LV(name, pool); ok && pool != "" {
-		if err := m.lvm.RemoveLV(ctx, vg, pool); err != nil {
+		// Never -y: a thin LV created since the check above makes this fail instead of vanishing.
+		if err := m.lvm.RemoveThinPool(ctx, vg, pool); err != nil {
 			return false, fmt.Errorf("tear down VG %s: %w", name, err)
 		}
 	}

@@ -62,11 +62,7 @@ func (m *NodeManager) plan(ctx context.Context, in Input) (*plan, error) {
 		p.vg = &vg
 	}
 	missing := p.resolveSelector(m.resolve)
-	pvs := map[string]string{}
-	for _, pv := range s.PVs {
-		pvs[pv.Name] = pv.VGName
-	}
-	p.verdicts, err = m.disks.Plan(ctx, devices.Policy{VGName: in.Name, Selector: p.selector, PVs: pvs})
+	p.verdicts, err = m.disks.Plan(ctx, devices.Policy{VGName: in.Name, Selector: p.selector, PVs: s.PVVolumeGroups()})
 	if err != nil {
 		return nil, fmt.Errorf("plan VG %s: %w", in.Name, err)
 	}

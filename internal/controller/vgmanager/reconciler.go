@@ -184,8 +184,8 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// ErrOwnerUnknown: the LVMCluster owning a volume group cannot be read, so whether it asks for dry-run
-// is unknown and nothing is changed (the reconcile is retried).
+// ErrOwnerUnknown is returned when the LVMCluster owning a volume group cannot be read: whether it
+// asks for dry-run is unknown, so nothing is changed and the reconcile is retried.
 var ErrOwnerUnknown = errors.New("owner unknown, nothing changed until its dry-run annotation can be read")
 
 // readDryRun reads DryRunAnnotation from the LVMVolumeGroup or from the LVMCluster owning it (the

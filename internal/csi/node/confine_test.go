@@ -35,7 +35,10 @@ func TestPathsOutsideKubeletDirAreRefused(t *testing.T) {
 			_, err := f.srv.NodePublishVolume(t.Context(), publishReq(p, mountCap("ext4"), false))
 			wantCode(t, err, codes.InvalidArgument)
 			t.Logf("publish: %v", err)
-			_, err = f.srv.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: p})
+			_, err = f.srv.NodeUnpublishVolume(
+				t.Context(),
+				&csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: p},
+			)
 			wantCode(t, err, codes.InvalidArgument)
 			_, err = f.srv.NodeExpandVolume(t.Context(), &csi.NodeExpandVolumeRequest{VolumeId: volID, VolumePath: p})
 			wantCode(t, err, codes.InvalidArgument)

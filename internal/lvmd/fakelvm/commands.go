@@ -1,6 +1,7 @@
 package fakelvm
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -244,4 +245,36 @@ func (f *LVM) lvextend(a args) error {
 	}
 	l.size = ext * v.extent
 	return nil
+}
+
+// blkdiscard plays `blkdiscard --zeroout <dev>` on an LV's device (/dev/<vg>/<lv>) or a snapshot's
+// COW device (/dev/mapper/<vg>-<lv>-cow, names with "-" doubled); anything else cannot be opened.
+func (f *LVM) blkdiscard(argv []string) (string, int, string) {
+	force := len(argv) == 3 && argv[0] == "--force"
+	if force {
+		argv = argv[1:]
+	}
+	if len(argv) != 2 || argv[0] != "--zeroout" {
+		return "", 1, "fakelvm: blkdiscard supports only [--force] --zeroout DEVICE"
+	}
+	dev := argv[1]
+	for _, v := range f.vgs {
+		for _, l := range v.lvs {
+			cow := "/dev/mapper/" + strings.ReplaceAll(v.name, "-", "--") + "-" +
+				strings.ReplaceAll(l.name, "-", "--") + "-cow"
+			// The COW device is held by its snapshot: only --force opens it, as with the real blkdiscard.
+			if dev == "/dev/"+v.name+"/"+l.name && l.attr[0] != 'V' || dev == cow && l.attr[0] == 's' && force {
+				f.zeroed = append(f.zeroed, dev)
+				return "", 0, ""
+			}
+		}
+	}
+	return "", 1, "blkdiscard: cannot open " + dev + ": No such file or directory"
+}
+
+// Zeroed returns the devices blkdiscard --zeroout was run on, in order.
+func (f *LVM) Zeroed() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.zeroed)
 }

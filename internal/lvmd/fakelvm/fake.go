@@ -26,6 +26,8 @@ type LVM struct {
 	fail  map[string][]failure
 	every map[string]failure // FailEvery: failures that stay until cleared
 	seq   int
+	// zeroed lists the devices blkdiscard --zeroout ran on.
+	zeroed []string
 }
 
 type failure struct {
@@ -176,6 +178,9 @@ func (f *LVM) Exec(ctx context.Context, c exec.Cmd) error {
 // run executes one command with f.mu held.
 func (f *LVM) run(c exec.Cmd) (string, int, string) {
 	f.calls = append(f.calls, c.String())
+	if c.Name == "blkdiscard" {
+		return f.blkdiscard(c.Args)
+	}
 	if c.Name != "lvm" || len(c.Args) == 0 {
 		return "", 127, c.Name + ": command not found in fakelvm"
 	}
