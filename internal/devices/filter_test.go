@@ -194,7 +194,16 @@ func TestPlan(t *testing.T) {
 	fsys := fakeSys("36 22 252:16 / /srv rw - xfs /dev/vdb rw\n", map[string]string{
 		"vda/dev": "252:0\n", "vdb/dev": "252:16\n", "vdc/dev": "252:32\n", "vdb/holders/dm-0": "",
 	})
-	h := testHost(f, fsys, nil)
+	assertPlan(t, testHost(f, fsys, nil), map[string]string{
+		"/dev/vda": "",
+		"/dev/vdb": "has children: /dev/dm-0; is mounted at /srv; has a filesystem signature: xfs",
+		"/dev/vdc": "has a filesystem signature: gpt",
+	})
+}
+
+// assertPlan plans h for VG vg1 and checks each listed device's reasons, joined with "; ".
+func assertPlan(t *testing.T, h *Host, want map[string]string) {
+	t.Helper()
 	verdicts, err := h.Plan(t.Context(), Policy{VGName: "vg1"})
 	if err != nil {
 		t.Fatal(err)
@@ -202,11 +211,6 @@ func TestPlan(t *testing.T) {
 	got := map[string]string{}
 	for _, v := range verdicts {
 		got[v.Device.Name] = strings.Join(v.Reasons, "; ")
-	}
-	want := map[string]string{
-		"/dev/vda": "",
-		"/dev/vdb": "has children: /dev/dm-0; is mounted at /srv; has a filesystem signature: xfs",
-		"/dev/vdc": "has a filesystem signature: gpt",
 	}
 	for dev, w := range want {
 		if got[dev] != w {
