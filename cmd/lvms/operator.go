@@ -52,6 +52,7 @@ type operatorFlags struct {
 	webhookConfigName  string
 	mutatingConfigName string
 	csiSocket          string
+	releaseVolumes     bool
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -97,6 +98,8 @@ func newOperatorCommand() *cobra.Command {
 	)
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "metrics address (0 disables)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
+	fl.BoolVar(&f.releaseVolumes, "release-volumes-of-removed-nodes", false,
+		"let LogicalVolumes of deleted Nodes finish deleting (their LVs, if the disks come back, are orphans)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas")
 	// OpenShift's recommendation for control planes that may be slow (single-node clusters, busy
 	// nodes), which LVMS uses too: a lease renewal that misses a 10 s deadline once must not stop
@@ -218,7 +221,7 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)
 	}
-	if err := noderemoval.New(mgr.GetClient(), f.namespace).SetupWithManager(mgr); err != nil {
+	if err := noderemoval.New(mgr.GetClient(), f.namespace, f.releaseVolumes).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node-removal controller: %w", err)
 	}
 	if f.csiSocket != "" {

@@ -17,6 +17,9 @@ const (
 	AccessTypeReadWrite AccessType = "rw"
 )
 
+// LogicalVolumeFinalizer keeps a LogicalVolume until its node has removed the LV (TopoLVM's name).
+const LogicalVolumeFinalizer = "topolvm.io/logicalvolume"
+
 // LogicalVolumeSpec is the logical volume the CSI controller asks a node for.
 //
 // +kubebuilder:validation:XValidation:rule="self.name == oldSelf.name",message="spec.name is immutable"

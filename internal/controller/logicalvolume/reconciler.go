@@ -17,7 +17,7 @@ import (
 
 const (
 	// Finalizer keeps a LogicalVolume until its node has removed the LV (TopoLVM's name).
-	Finalizer = "topolvm.io/logicalvolume"
+	Finalizer = topolvmv1.LogicalVolumeFinalizer
 	// FieldOwner is the field manager of the status the node agent applies.
 	FieldOwner = "lvms-node"
 )

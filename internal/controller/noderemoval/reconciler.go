@@ -2,6 +2,11 @@
 // node agent can no longer tear anything down, so the controller releases what that agent held —
 // the per-node finalizers on LVMVolumeGroups and the node's LVMVolumeGroupNodeStatus. Without it, an
 // LVMCluster (or a removed device class) whose node was deleted could never finish deleting.
+//
+// LogicalVolumes of a removed node are released only behind an explicit flag
+// (--release-volumes-of-removed-nodes): a Node object can be deleted while the machine and its disks
+// come back under the same name, and releasing a LogicalVolume forgets its LV for good. Without the
+// flag such a LogicalVolume stays being deleted, and the controller says why in its log.
 package noderemoval
 
 import (
@@ -21,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
 
@@ -28,16 +34,21 @@ import (
 type Reconciler struct {
 	client    client.Client
 	namespace string
+	// releaseVolumes drops the finalizer of LogicalVolumes of removed nodes once they are deleted.
+	releaseVolumes bool
 }
 
-// New returns the controller for the operator in namespace.
-func New(cl client.Client, namespace string) *Reconciler {
-	return &Reconciler{client: cl, namespace: namespace}
+// New returns the controller for the operator in namespace. With releaseVolumes, LogicalVolumes of a
+// removed node that are being deleted lose the node agent's finalizer, so their deletion (and the
+// CSI DeleteVolume waiting on it) completes; their LVs, if the disks still exist, become orphans.
+func New(cl client.Client, namespace string, releaseVolumes bool) *Reconciler {
+	return &Reconciler{client: cl, namespace: namespace, releaseVolumes: releaseVolumes}
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroups,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroupnodestatuses,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=topolvm.io,resources=logicalvolumes,verbs=get;list;watch;patch
 
 // SetupWithManager reconciles on Node deletion and on every LVMVolumeGroup and node status (a
 // finalizer or status naming a node that is already gone when the operator starts).
@@ -53,6 +64,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&lvmv1alpha1.LVMVolumeGroupNodeStatus{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
+			})).
+		Watches(&topolvmv1.LogicalVolume{}, handler.EnqueueRequestsFromMapFunc(
+			func(_ context.Context, o client.Object) []reconcile.Request {
+				lv, ok := o.(*topolvmv1.LogicalVolume)
+				if !ok || lv.DeletionTimestamp.IsZero() || lv.Spec.NodeName == "" {
+					return nil
+				}
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: lv.Spec.NodeName}}}
 			})).
 		Complete(r)
 }
@@ -78,7 +97,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("get node %s: %w", req.Name, err)
 	}
-	return ctrl.Result{}, errors.Join(r.releaseFinalizers(ctx, req.Name), r.deleteNodeStatus(ctx, req.Name))
+	return ctrl.Result{}, errors.Join(
+		r.releaseFinalizers(ctx, req.Name),
+		r.deleteNodeStatus(ctx, req.Name),
+		r.releaseVolumesOf(ctx, req.Name),
+	)
+}
+
+// releaseVolumesOf drops the node agent's finalizer from the LogicalVolumes of the removed node that
+// are being deleted, when the controller was asked to; otherwise it says why they stay.
+func (r *Reconciler) releaseVolumesOf(ctx context.Context, node string) error {
+	var lvs topolvmv1.LogicalVolumeList
+	if err := r.client.List(ctx, &lvs); err != nil {
+		return fmt.Errorf("list LogicalVolumes: %w", err)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	var errs []error
+	for i := range lvs.Items {
+		lv := &lvs.Items[i]
+		if lv.Spec.NodeName != node || lv.DeletionTimestamp.IsZero() ||
+			!controllerutil.ContainsFinalizer(lv, topolvmv1.LogicalVolumeFinalizer) {
+			continue
+		}
+		if !r.releaseVolumes {
+			log.Info("LogicalVolume of a removed node waits for its node; run the operator with "+
+				"--release-volumes-of-removed-nodes to release it", "node", node, "logicalVolume", lv.Name)
+			continue
+		}
+		orig := lv.DeepCopy()
+		controllerutil.RemoveFinalizer(lv, topolvmv1.LogicalVolumeFinalizer)
+		if err := r.client.Patch(
+			ctx,
+			lv,
+			client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
+		); err != nil {
+			errs = append(errs, fmt.Errorf("release LogicalVolume %s of node %s: %w", lv.Name, node, err))
+			continue
+		}
+		log.Info("Released the LogicalVolume of a removed node", "node", node, "logicalVolume", lv.Name)
+	}
+	return errors.Join(errs...)
 }
 
 func (r *Reconciler) releaseFinalizers(ctx context.Context, node string) error {

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/noderemoval"
 )
@@ -51,13 +53,16 @@ func run(m *testing.M) int {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = lvmv1alpha1.AddToScheme(scheme)
+	_ = topolvmv1.AddToScheme(scheme)
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := noderemoval.New(mgr.GetClient(), ns).SetupWithManager(mgr); err != nil {
+	// Without --release-volumes-of-removed-nodes, as shipped; TestLogicalVolumesReleasedOnlyWithTheFlag
+	// runs a reconciler with it by hand.
+	if err := noderemoval.New(mgr.GetClient(), ns, false).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -128,5 +133,68 @@ func TestDeletedNodeReleased(t *testing.T) {
 		&lvmv1alpha1.LVMVolumeGroupNodeStatus{},
 	); err != nil {
 		t.Errorf("status of a live node was touched: %v", err)
+	}
+}
+
+// TestLogicalVolumesReleasedOnlyWithTheFlag: a LogicalVolume being deleted on a node that is gone
+// keeps the node agent's finalizer unless the controller runs with --release-volumes-of-removed-nodes;
+// with it, it is released and goes. One on a live node is never released.
+func TestLogicalVolumesReleasedOnlyWithTheFlag(t *testing.T) {
+	ctx := context.Background()
+	if err := k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "alive"}}); err != nil {
+		t.Fatal(err)
+	}
+	deleting := func(name, node string) *topolvmv1.LogicalVolume {
+		lv := &topolvmv1.LogicalVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{topolvmv1.LogicalVolumeFinalizer}},
+			Spec:       topolvmv1.LogicalVolumeSpec{Name: name, NodeName: node, Size: resource.MustParse("1Gi")},
+		}
+		if err := k8s.Create(ctx, lv); err != nil {
+			t.Fatal(err)
+		}
+		if err := k8s.Delete(ctx, lv); err != nil {
+			t.Fatal(err)
+		}
+		return lv
+	}
+	onGone, onAlive := deleting("lv-gone-node", "gone"), deleting("lv-alive-node", "alive")
+	exists := func(lv *topolvmv1.LogicalVolume) bool {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(lv), &topolvmv1.LogicalVolume{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	reconcile := func(release bool, node string) {
+		_, err := noderemoval.New(
+			k8s,
+			ns,
+			release,
+		).Reconcile(
+			ctx,
+			ctrl.Request{NamespacedName: client.ObjectKey{Name: node}},
+		)
+		if err != nil {
+			t.Fatalf("reconcile %s (release=%t): %v", node, release, err)
+		}
+	}
+
+	reconcile(false, "gone")
+	if !exists(onGone) {
+		t.Fatal("released a LogicalVolume of a removed node without the flag")
+	}
+	reconcile(true, "alive")
+	if !exists(onAlive) {
+		t.Fatal("released a LogicalVolume of a live node")
+	}
+	reconcile(true, "gone")
+	if exists(onGone) {
+		t.Fatal("the flag did not release the LogicalVolume of the removed node")
+	}
+	// Leave nothing behind for the other tests.
+	var lv topolvmv1.LogicalVolume
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(onAlive), &lv); err == nil {
+		lv.Finalizers = nil
+		_ = k8s.Update(ctx, &lv)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // runnable of mgr, reading through mgr's cache and writing with mgr's client: what `lvms operator` runs
 // for the external-provisioner, resizer and snapshotter sidecars, and what test/sanity runs in a guest.
 func AddToManager(ctx context.Context, mgr ctrl.Manager, endpoint string) error {
-	ctl, err := New(ctx, Options{Client: mgr.GetClient(), Cache: mgr.GetCache()})
+	ctl, err := New(ctx, Options{Client: mgr.GetClient(), Cache: mgr.GetCache(), APIReader: mgr.GetAPIReader()})
 	if err != nil {
 		return fmt.Errorf("CSI controller service: %w", err)
 	}

@@ -36,11 +36,14 @@ const (
 
 // Options are the dependencies of the Controller service.
 type Options struct {
-	// Client writes LogicalVolumes. Reads never go through it.
+	// Client writes LogicalVolumes. Reads go through Cache (and APIReader).
 	Client client.Client
 	// Cache serves every read (LogicalVolumes, Node metadata) and delivers the events waits wake up on.
 	// New registers an index and an event handler on it; it may be started before or after New.
 	Cache cache.Cache
+	// APIReader reads from the API server, bypassing the cache: DeleteVolume asks it before it calls a
+	// volume the cache does not know gone (the cache may lag or not be synced yet). Nil means Client.
+	APIReader client.Reader
 	// Clock is used for all timing the controller does (today: only measuring waits for the log). Nil
 	// means the real clock. Tests pass a fake clock that never advances to prove no call waits on time.
 	Clock clock.Clock
@@ -52,6 +55,7 @@ type Server struct {
 
 	client client.Client
 	cache  cache.Cache
+	api    client.Reader
 	clock  clock.Clock
 	locks  lvmcsi.VolumeLocks
 	events *notifier
@@ -62,7 +66,10 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if o.Client == nil || o.Cache == nil {
 		return nil, errors.New("csi controller: Client and Cache are required")
 	}
-	s := &Server{client: o.Client, cache: o.Cache, clock: o.Clock, events: newNotifier()}
+	s := &Server{client: o.Client, cache: o.Cache, api: o.APIReader, clock: o.Clock, events: newNotifier()}
+	if s.api == nil {
+		s.api = o.Client
+	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
 	}

@@ -37,6 +37,10 @@ func (s *Server) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 // deleteByVolumeID deletes the LogicalVolume carrying volume ID id, if any, and waits until it is gone.
 func (s *Server) deleteByVolumeID(ctx context.Context, id string) error {
 	lv, err := s.getByVolumeID(ctx, id)
+	if err == nil && lv == nil {
+		// The cache may lag behind the API server: only the API server may say the volume is gone.
+		lv, err = s.readByVolumeID(ctx, id)
+	}
 	if err != nil || lv == nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -130,4 +131,19 @@ func (s *Server) getByVolumeID(ctx context.Context, id string) (*topolvmv1.Logic
 	default:
 		return nil, fmt.Errorf("%d LogicalVolumes carry volume ID %s", len(list.Items), id)
 	}
+}
+
+// readByVolumeID finds the LogicalVolume carrying volume ID id by listing them from the API server (no
+// index there), or nil when none does.
+func (s *Server) readByVolumeID(ctx context.Context, id string) (*topolvmv1.LogicalVolume, error) {
+	var list topolvmv1.LogicalVolumeList
+	if err := s.api.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list LogicalVolumes from the API server: %w", err)
+	}
+	for i := range list.Items {
+		if slices.Contains(indexVolumeID(&list.Items[i]), id) {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
 }
