@@ -146,9 +146,6 @@ type Signature struct {
 	PartLabel string
 }
 
-// Blank reports whether the probe found nothing at all.
-func (s Signature) Blank() bool { return len(s.Types) == 0 && s.PartTable == "" }
-
 // ProbeSignatures probes dev directly (`blkid -p`, bypassing udev's cache).
 // blkid exits 2 both for "nothing found" and "cannot read the device", so
 // that answer is checked with `wipefs --no-act`, which fails when it cannot
