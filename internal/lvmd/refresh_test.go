@@ -3,6 +3,7 @@ package lvmd_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
@@ -50,4 +51,34 @@ func TestRefreshOverlappingCreateKeepsIt(t *testing.T) {
 		t.Errorf("thin free = %d, want 7 GiB", got)
 	}
 	e.checkNoDrift()
+}
+
+// A device class added while Run reads the state for the first time is
+// picked up without waiting for the refresh interval.
+func TestRunSeesAClassReplacedDuringItsFirstRead(t *testing.T) {
+	e := newEnv(t, testConfig())
+	slow := &slowReport{Executor: e.fake, reading: make(chan struct{}), proceed: make(chan struct{})}
+	svc, err := lvmd.NewService(lvmd.Options{Executor: slow, Classes: e.classes, RefreshInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	<-slow.reading // Run's first read has seen the state without vg2
+	slow.reading = nil
+	e.fake.AddVG("vg2", 4*gib, extent, "lvms")
+	cfg := testConfig()
+	cfg.DeviceClasses = append(
+		cfg.DeviceClasses,
+		lvmd.DeviceClass{Name: "fast", VolumeGroup: "vg2", SpareGB: ptr(uint64(0))},
+	)
+	wantErr(t, e.classes.Replace(cfg), nil)
+	close(slow.proceed)
+	got := waitFor(t, svc.Watch(ctx), func(c []lvmd.Capacity) bool { return len(c) == 3 && c[2].Ready })
+	if got[2].FreeBytes != 4*gib {
+		t.Errorf("new class capacity = %+v", got[2])
+	}
+	cancel()
+	wantErr(t, <-done, nil)
 }

@@ -81,11 +81,13 @@ func (s *Service) Classes() *DeviceClassManager { return s.classes }
 // error of the first read, or nil when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
+	// Subscribe before the first Refresh: a replace that lands in between
+	// is then a second event, never a lost one.
+	classes := s.classes.Watch(ctx)
+	<-classes // the current configuration, which Refresh reads itself
 	if err := s.Refresh(ctx); err != nil {
 		return err
 	}
-	classes := s.classes.Watch(ctx)
-	<-classes // the current configuration, already used by Refresh
 	tick := time.NewTicker(s.interval)
 	defer tick.Stop()
 	for {
