@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-GENERATED=(api config/crd/bases config/rbac config/webhook internal/lvmd/proto dist charts/lvms bundle)
+GENERATED=(api config/crd/bases config/rbac config/webhook docs/rbac.md internal/lvmd/proto dist charts/lvms bundle)
 fail=0
 
 snapshot="$(mktemp -d)"

@@ -23,6 +23,6 @@ func main() {
 
 func newRootCommand() *cobra.Command {
 	root := newDevCommand()
-	root.AddCommand(newDevDemoCommand(), newDistCommand(), newImageCommand())
+	root.AddCommand(newDevDemoCommand(), newDistCommand(), newImageCommand(), newRBACDocCommand())
 	return root
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 )
 
@@ -30,6 +31,8 @@ type lvmdFlags struct {
 	refreshInterval time.Duration
 	gracePeriod     time.Duration
 	verbosity       int
+	nodeName        string
+	clusterID       string
 }
 
 func newLvmdCommand() *cobra.Command {
@@ -64,6 +67,10 @@ func newLvmdCommand() *cobra.Command {
 	)
 	fl.DurationVar(&f.gracePeriod, "grace-period", 10*time.Second, "how long in-flight calls may take after SIGTERM")
 	fl.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")
+	fl.StringVar(&f.nodeName, "node-name", "",
+		"tag every LV with lvms.node=<name>, and refuse a VG tagged for another node (empty: no node identity)")
+	fl.StringVar(&f.clusterID, "cluster-id", "",
+		"tag every LV with lvms.cluster=<id>, and refuse a VG tagged for another cluster (empty: none)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -96,6 +103,7 @@ func runLvmd(cmd *cobra.Command, f lvmdFlags) error {
 	}
 	svc, err := lvmd.NewService(lvmd.Options{
 		Executor: exec.NewHost(opts...), Classes: classes, RefreshInterval: f.refreshInterval,
+		Identity: lvm.Identity{Node: f.nodeName, Cluster: f.clusterID},
 	})
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	csinode "github.com/lvm-operator/lvm-operator/internal/csi/node"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
@@ -19,6 +18,7 @@ import (
 // nodeFlags are the settings of `lvms node`.
 type nodeFlags struct {
 	nodeName, namespace    string
+	clusterID              string
 	csiSocket, kubeletCSI  string
 	registrationSocket     string
 	kubeletDir             string
@@ -26,6 +26,7 @@ type nodeFlags struct {
 	nsenter                bool
 	commandTimeout         time.Duration
 	metricsAddr, probeAddr string
+	metricsCertDir         string
 }
 
 func newNodeCommand() *cobra.Command {
@@ -41,6 +42,9 @@ func newNodeCommand() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.nodeName, "node-name", envOr("NODE_NAME", ""), "name of this node (required)")
 	fl.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "lvms-system"), "operator namespace")
+	fl.StringVar(&f.clusterID, "cluster-id", "",
+		"identity of the cluster (the operator passes the UID of kube-system); with the node name it tags "+
+			"every VG and LV, and a VG tagged for another node or cluster is never touched")
 	fl.StringVar(&f.csiSocket, "csi-socket", "/run/topolvm/csi-topolvm.sock", "CSI Identity+Node socket")
 	fl.StringVar(&f.kubeletCSI, "kubelet-csi-socket", "/var/lib/kubelet/plugins/topolvm.io/node/csi-topolvm.sock",
 		"the CSI socket's path as kubelet sees it")
@@ -52,7 +56,10 @@ func newNodeCommand() *cobra.Command {
 	fl.BoolVar(&f.nsenter, "nsenter", true, "run host commands through nsenter into PID 1's namespaces (needs hostPID)")
 	fl.DurationVar(&f.commandTimeout, "command-timeout", exec.DefaultTimeout,
 		"deadline of each host command (lvm, blkid, wipefs, mkfs, ...); its process group is killed after it")
-	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "metrics address (0 disables)")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443",
+		"metrics address, HTTPS with Kubernetes authentication and authorization (0 disables)")
+	fl.StringVar(&f.metricsCertDir, "metrics-cert-dir", "",
+		"directory with tls.crt and tls.key for the metrics server (default: a self-signed certificate)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":9808", "health probe address (/healthz)")
 	return cmd
 }
@@ -66,9 +73,13 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if err != nil {
 		return err
 	}
+	metrics, err := metricsOptions(f.metricsAddr, f.metricsCertDir)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		Metrics:                metrics,
 		HealthProbeBindAddress: f.probeAddr,
 		Cache:                  namespacedCache(f.namespace),
 	})
@@ -84,7 +95,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if _, err := nodeagent.Setup(mgr, nodeagent.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, Executor: exec.NewHost(hostOpts...), MountInfo: mountInfo,
 		CSIEndpoint: f.csiSocket, RegistrationSocket: f.registrationSocket, KubeletCSIEndpoint: f.kubeletCSI,
-		LVMDSocket: f.lvmdSocket, KubeletDir: f.kubeletDir,
+		LVMDSocket: f.lvmdSocket, KubeletDir: f.kubeletDir, ClusterID: f.clusterID,
 	}); err != nil {
 		return err
 	}

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
@@ -39,6 +38,7 @@ type operatorFlags struct {
 	registrarImage     string
 	livenessProbeImage string
 	metricsAddr        string
+	metricsCertDir     string
 	probeAddr          string
 	leaderElect        bool
 	leaseDuration      time.Duration
@@ -96,7 +96,10 @@ func newOperatorCommand() *cobra.Command {
 		"",
 		"add the livenessprobe sidecar (default: health served in process)",
 	)
-	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "metrics address (0 disables)")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443",
+		"metrics address, HTTPS with Kubernetes authentication and authorization (0 disables)")
+	fl.StringVar(&f.metricsCertDir, "metrics-cert-dir", "",
+		"directory with tls.crt and tls.key for the metrics server (default: a self-signed certificate)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fl.BoolVar(&f.releaseVolumes, "release-volumes-of-removed-nodes", false,
 		"let LogicalVolumes of deleted Nodes finish deleting (their LVs, if the disks come back, are orphans)")
@@ -181,9 +184,13 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	if err != nil {
 		return err
 	}
+	metrics, err := metricsOptions(f.metricsAddr, f.metricsCertDir)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.metricsAddr != "0"},
+		Metrics:                metrics,
 		HealthProbeBindAddress: f.probeAddr,
 		LeaderElection:         f.leaderElect,
 		LeaderElectionID:       "lvms-operator.lvm.topolvm.io",
@@ -210,13 +217,17 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 			return err
 		}
 	}
+	cluster, err := clusterID(cmd.Context(), mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
 	certsReady, err := setupWebhookCerts(mgr, f)
 	if err != nil {
 		return err
 	}
 	r := lvmcluster.New(mgr.GetClient(), mgr.GetEventRecorder("lvms-operator"), lvmcluster.Options{
 		Namespace: f.namespace, NodeImage: f.nodeImage, ImagePullPolicy: corev1.PullPolicy(f.pullPolicy),
-		RegistrarImage: f.registrarImage, LivenessProbeImage: f.livenessProbeImage,
+		RegistrarImage: f.registrarImage, LivenessProbeImage: f.livenessProbeImage, ClusterID: cluster,
 	})
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)

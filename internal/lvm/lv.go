@@ -92,14 +92,14 @@ func (c *Client) CreateLV(ctx context.Context, vg VG, o LVOptions) error {
 }
 
 func (c *Client) create(ctx context.Context, vg VG, name string, build func(vg string) ([]string, error)) error {
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return fmt.Errorf("create LV %s: %w", name, err)
 	}
 	args, err := build(vg.Name)
 	if err != nil {
 		return fmt.Errorf("create LV %s in VG %s: %w", name, vg.Name, err)
 	}
-	if err := c.run(ctx, args...); err != nil {
+	if err := c.run(ctx, c.withIdentityTags(args)...); err != nil {
 		return fmt.Errorf("create LV %s in VG %s: %w", name, vg.Name, err)
 	}
 	return nil

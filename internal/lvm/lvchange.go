@@ -20,7 +20,7 @@ type ExtendOptions struct {
 // for the current size succeeds without change. Filesystems are not resized
 // (that is the caller's job: resize2fs / xfs_growfs).
 func (c *Client) ExtendLV(ctx context.Context, vg VG, name string, o ExtendOptions) error {
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return fmt.Errorf("extend LV %s: %w", name, err)
 	}
 	if err := ValidName(name); err != nil {
@@ -57,7 +57,7 @@ func (c *Client) ExtendLV(ctx context.Context, vg VG, name string, o ExtendOptio
 // RemoveLV removes an LV of an owned VG (`lvremove -y`). Removing a thin
 // pool removes its thin LVs; removing an open LV fails.
 func (c *Client) RemoveLV(ctx context.Context, vg VG, name string) error {
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return fmt.Errorf("remove LV %s: %w", name, err)
 	}
 	if err := ValidName(name); err != nil {
@@ -76,7 +76,7 @@ func (c *Client) RemoveLV(ctx context.Context, vg VG, name string) error {
 // pool or for dependent volumes answer no. A pool with thin LVs is an
 // error, not a loss.
 func (c *Client) RemoveThinPool(ctx context.Context, vg VG, name string) error {
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return fmt.Errorf("remove thin pool %s: %w", name, err)
 	}
 	if err := ValidName(name); err != nil {
@@ -102,7 +102,7 @@ type ActivateOptions struct {
 
 // ActivateLV activates or deactivates an LV of an owned VG (`lvchange`).
 func (c *Client) ActivateLV(ctx context.Context, vg VG, name string, o ActivateOptions) error {
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return fmt.Errorf("change activation of LV %s: %w", name, err)
 	}
 	if err := ValidName(name); err != nil {
@@ -120,7 +120,7 @@ func (c *Client) ActivateLV(ctx context.Context, vg VG, name string, o ActivateO
 
 // AddLVTags adds tags to an LV of an owned VG (`lvchange --addtag`).
 func (c *Client) AddLVTags(ctx context.Context, vg VG, name string, tags ...string) error {
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return fmt.Errorf("tag LV %s: %w", name, err)
 	}
 	if err := ValidName(name); err != nil {
@@ -140,7 +140,7 @@ func (c *Client) AddLVTags(ctx context.Context, vg VG, name string, tags ...stri
 // off (`lvchange --zero y|n`). With it off, the part of a chunk a new thin LV has not written yet
 // reads as what the chunk held before: a previous tenant's data.
 func (c *Client) SetThinPoolZero(ctx context.Context, vg VG, name string, zero bool) error {
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return fmt.Errorf("set zeroing of thin pool %s: %w", name, err)
 	}
 	if err := ValidName(name); err != nil {

@@ -31,6 +31,7 @@ const Command = "lvm"
 // concurrent use (lvm2 serialises changes with its own VG locks).
 type Client struct {
 	exec exec.Executor
+	id   Identity
 }
 
 // New returns a Client running commands through e.
@@ -76,7 +77,7 @@ func (c *Client) OwnedVG(ctx context.Context, name string) (VG, error) {
 	if !ok {
 		return VG{}, fmt.Errorf("VG %s: %w", name, ErrNotFound)
 	}
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return VG{}, err
 	}
 	return vg, nil
@@ -201,9 +202,10 @@ func (c *Client) CreateVG(ctx context.Context, name string, devices []string, ta
 			return fmt.Errorf("create VG %s: %w", name, err)
 		}
 	}
-	ta, err := tagArgs(
-		append([]string{Tag}, slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return t == Tag })...),
-	)
+	ta, err := tagArgs(append(
+		[]string{Tag},
+		slices.DeleteFunc(slices.Concat(tags, c.id.Missing(tags)), func(t string) bool { return t == Tag })...,
+	))
 	if err != nil {
 		return fmt.Errorf("create VG %s: %w", name, err)
 	}

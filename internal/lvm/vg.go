@@ -22,7 +22,7 @@ func (c *Client) ReduceVG(ctx context.Context, vg VG, devices ...string) error {
 }
 
 func (c *Client) vgDevicesOp(ctx context.Context, sub string, vg VG, devices []string) error {
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return err
 	}
 	if len(devices) == 0 {
@@ -39,7 +39,7 @@ func (c *Client) vgDevicesOp(ctx context.Context, sub string, vg VG, devices []s
 // RemoveVG removes an owned VG (`vgremove`). It never forces: a VG that
 // still holds LVs is not removed (lvm2's confirmation prompt reads EOF).
 func (c *Client) RemoveVG(ctx context.Context, vg VG) error {
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return fmt.Errorf("remove VG: %w", err)
 	}
 	if err := c.run(ctx, "vgremove", vg.Name); err != nil {
@@ -51,7 +51,7 @@ func (c *Client) RemoveVG(ctx context.Context, vg VG) error {
 // ActivateVG activates or deactivates all LVs of an owned VG (`vgchange
 // -ay|-an`).
 func (c *Client) ActivateVG(ctx context.Context, vg VG, active bool) error {
-	if err := checkOwned(vg); err != nil {
+	if err := c.checkOwned(vg); err != nil {
 		return fmt.Errorf("change activation of VG: %w", err)
 	}
 	if err := c.run(ctx, "vgchange", activationArg(active), vg.Name); err != nil {

@@ -17,9 +17,9 @@ func validateLVName(name string) error {
 	return nil
 }
 
-// lvTags returns the ownership tag followed by extra, without duplicates.
-func lvTags(extra []string) ([]string, error) {
-	tags := []string{lvm.Tag}
+// lvTags returns the ownership tag, the identity tags of id and extra, without duplicates.
+func lvTags(id lvm.Identity, extra []string) ([]string, error) {
+	tags := append([]string{lvm.Tag}, id.Tags()...)
 	for _, t := range extra {
 		if err := lvm.ValidTag(t); err != nil {
 			return nil, fmt.Errorf("%w: invalid tag %q", ErrInvalidArgument, t)

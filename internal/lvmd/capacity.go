@@ -59,14 +59,15 @@ func newPending() pending {
 	return pending{vg: map[string]uint64{}, pool: map[string]uint64{}}
 }
 
-// classCapacity computes the capacity of dc from s and the reservations p.
-func classCapacity(dc *DeviceClass, s *lvm.State, p pending) Capacity {
+// classCapacity computes the capacity of dc from s and the reservations p; a VG that is not ours,
+// or is another node's or cluster's (id), is not ready.
+func classCapacity(dc *DeviceClass, s *lvm.State, p pending, id lvm.Identity) Capacity {
 	c := Capacity{DeviceClass: dc.Name, VolumeGroup: dc.VolumeGroup, Default: dc.Default}
 	if s == nil {
 		return c
 	}
 	vg, ok := s.VG(dc.VolumeGroup)
-	if !ok || !vg.Owned() {
+	if !ok || !vg.Owned() || id.Foreign(vg.Tags) != "" {
 		return c
 	}
 	if !dc.IsThin() {

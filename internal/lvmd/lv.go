@@ -85,7 +85,7 @@ func (s *Service) CreateLV(ctx context.Context, req CreateLVRequest) (LV, error)
 	if err != nil {
 		return LV{}, fmt.Errorf("create LV %s: %w", req.Name, err)
 	}
-	tags, err := lvTags(req.Tags)
+	tags, err := lvTags(s.lvm.Identity(), req.Tags)
 	if err == nil {
 		err = validateLVName(req.Name)
 	}
@@ -173,6 +173,9 @@ func (s *Service) classVG(dc *DeviceClass) (lvm.VG, lvm.LV, error) {
 	if !vg.Owned() {
 		return vg, lvm.LV{}, fmt.Errorf("%w: volume group %s is not tagged %s", ErrNotReady, vg.Name, lvm.Tag)
 	}
+	if why := s.lvm.Identity().Foreign(vg.Tags); why != "" {
+		return vg, lvm.LV{}, fmt.Errorf("%w: volume group %s is not this node's: %s", ErrNotReady, vg.Name, why)
+	}
 	if !dc.IsThin() {
 		return vg, lvm.LV{}, nil
 	}
@@ -244,7 +247,7 @@ func existingLV(dc *DeviceClass, lv lvm.LV, size uint64) (*LV, error) {
 
 // reserve checks c against the class's capacity and reserves it; s.mu held.
 func (s *Service) reserve(dc *DeviceClass, c *change) error {
-	free := classCapacity(dc, s.state, s.res).FreeBytes
+	free := classCapacity(dc, s.state, s.res, s.lvm.Identity()).FreeBytes
 	need := c.physical
 	if c.poolKey != "" {
 		need = c.virtual

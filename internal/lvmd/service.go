@@ -25,6 +25,9 @@ type Options struct {
 	// RefreshInterval is the period of Run's full state read (default
 	// DefaultRefreshInterval).
 	RefreshInterval time.Duration
+	// Identity tags every LV created, and a VG tagged for another node or
+	// cluster is not served (zero: no identity tags, no check).
+	Identity lvm.Identity
 }
 
 // Service is the LV service. Its methods are safe for concurrent use; calls
@@ -58,12 +61,15 @@ func NewService(o Options) (*Service, error) {
 	if o.Executor == nil || o.Classes == nil {
 		return nil, fmt.Errorf("new lvmd service: %w: executor and device classes are required", ErrInvalidArgument)
 	}
+	if err := o.Identity.Validate(); err != nil {
+		return nil, fmt.Errorf("new lvmd service: %w: %w", ErrInvalidArgument, err)
+	}
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = DefaultRefreshInterval
 	}
 	return &Service{
 		exec:     o.Executor,
-		lvm:      lvm.New(o.Executor),
+		lvm:      lvm.New(o.Executor).WithIdentity(o.Identity),
 		classes:  o.Classes,
 		interval: o.RefreshInterval,
 		locks:    newKeyedMutex(),
@@ -192,7 +198,7 @@ func (s *Service) Capacity(ctx context.Context, name string) (Capacity, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return classCapacity(&dc, s.state, s.res), nil
+	return classCapacity(&dc, s.state, s.res, s.lvm.Identity()), nil
 }
 
 func (s *Service) capacities() []Capacity {
@@ -201,7 +207,7 @@ func (s *Service) capacities() []Capacity {
 	defer s.mu.Unlock()
 	out := make([]Capacity, 0, len(cfg.DeviceClasses))
 	for i := range cfg.DeviceClasses {
-		out = append(out, classCapacity(&cfg.DeviceClasses[i], s.state, s.res))
+		out = append(out, classCapacity(&cfg.DeviceClasses[i], s.state, s.res, s.lvm.Identity()))
 	}
 	return out
 }

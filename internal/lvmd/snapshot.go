@@ -44,7 +44,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, 
 	if err == nil {
 		err = validateLVName(req.Source)
 	}
-	tags, terr := lvTags(req.Tags)
+	tags, terr := lvTags(s.lvm.Identity(), req.Tags)
 	if err == nil {
 		err = terr
 	}

@@ -29,6 +29,10 @@ import (
 type Options struct {
 	// NodeName is this node; Namespace the operator namespace.
 	NodeName, Namespace string
+	// ClusterID identifies the cluster (the UID of its kube-system namespace). With NodeName it
+	// tags every VG and LV the agent creates, and a VG tagged for another node or cluster is never
+	// touched; empty leaves the cluster out of the tags and the check.
+	ClusterID string
 	// Executor runs host commands (with the nsenter prefix in production).
 	Executor exec.Executor
 	// HostFS is the host's root filesystem as seen by the agent (sysfs, /proc/<pid>/mountinfo);
@@ -75,7 +79,10 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 		return nil, fmt.Errorf("device classes: %w", err)
 	}
 	svc, err := lvmd.NewService(
-		lvmd.Options{Executor: o.Executor, Classes: classes, RefreshInterval: o.RefreshInterval},
+		lvmd.Options{
+			Executor: o.Executor, Classes: classes, RefreshInterval: o.RefreshInterval,
+			Identity: lvm.Identity{Node: o.NodeName, Cluster: o.ClusterID},
+		},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("lvmd: %w", err)
@@ -125,6 +132,7 @@ func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManage
 		LVM:       lvm.New(o.Executor),
 		Sink:      classes,
 		NodeName:  o.NodeName,
+		ClusterID: o.ClusterID,
 		Namespace: o.Namespace,
 	})
 	if err := vgm.SetupWithManager(mgr); err != nil {
@@ -179,7 +187,16 @@ func setupReporting(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
 	if err := m.Register(metrics.Registry); err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
-	for _, r := range []manager.Runnable{ann, m} {
+	orphans, err := NewOrphanReporter(OrphanReporterOptions{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("lvms-node"), LVs: svc, NodeName: o.NodeName,
+	})
+	if err != nil {
+		return err
+	}
+	if err := metrics.Registry.Register(orphans); err != nil {
+		return fmt.Errorf("register orphan LV metric: %w", err)
+	}
+	for _, r := range []manager.Runnable{ann, m, orphans} {
 		if err := mgr.Add(r); err != nil {
 			return fmt.Errorf("add %T: %w", r, err)
 		}

@@ -11,6 +11,11 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 )
 
+// The node agent serves these metrics as the operator does (cmd/lvms/metrics.go): each scrape's
+// token is checked with a TokenReview and its access to /metrics with a SubjectAccessReview.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Metric names, as TopoLVM exports them.
 const (
 	MetricVolumeGroupAvailableBytes        = "topolvm_volumegroup_available_bytes"

@@ -43,6 +43,9 @@ var (
 	// the webhook server of this process; setWebhook installs and removes them.
 	webhookConfig  *admissionv1.ValidatingWebhookConfiguration
 	mutatingConfig *admissionv1.MutatingWebhookConfiguration
+	// restConfig is the admin's config of the suite's apiserver (system:masters), for tests that
+	// build their own clients, such as impersonating ones.
+	restConfig *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -96,6 +99,7 @@ func setUp(ctx context.Context, cfg *rest.Config, wh *envtest.WebhookInstallOpti
 	if err := startWebhookServer(ctx, cfg, scheme, wh); err != nil {
 		return err
 	}
+	restConfig = rest.CopyConfig(cfg)
 	clientCfg := rest.CopyConfig(cfg)
 	clientCfg.WarningHandlerWithContext = warnings
 	var err error

@@ -87,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if obj.Spec.NodeName != r.nodeName {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{lvm: r.lvm, obj: obj, name: lvName(obj), status: *obj.Status.DeepCopy()}
+	s := &scope{lvm: r.lvm, obj: obj, name: LVName(obj), status: *obj.Status.DeepCopy()}
 	if s.name == "" {
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("LogicalVolume %s has no UID", obj.Name))
 	}
@@ -116,9 +116,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // looked at again.
 const classesPendingRetry = time.Second
 
-// lvName is the LV of obj: the volume ID recorded earlier (which also covers volumes of a TopoLVM
+// LVName is the LV of obj: the volume ID recorded earlier (which also covers volumes of a TopoLVM
 // agent), else the object's UID, which a restarted agent derives again.
-func lvName(obj *topolvmv1.LogicalVolume) string {
+func LVName(obj *topolvmv1.LogicalVolume) string {
 	if obj.Status.VolumeID != "" {
 		return obj.Status.VolumeID
 	}

@@ -25,6 +25,14 @@ const (
 	csiSocketDirInPod = "/run/topolvm"
 )
 
+// Ports of the node agent container; the operator serves its metrics on the same port.
+// Service lvms-node-metrics (config/metrics) targets it by its name.
+const (
+	nodeHealthzPort     = 9808
+	nodeMetricsPort     = 8443
+	nodeMetricsPortName = "metrics"
+)
+
 // nodeAffinityFor is the union of the device classes' node selectors: a node that any device class
 // selects runs the node agent. nil when some device class selects every node.
 func nodeAffinityFor(c *lvmv1alpha1.LVMCluster) *corev1ac.AffinityApplyConfiguration {
@@ -82,7 +90,8 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 	bidirectional := corev1.MountPropagationBidirectional
 	agent := corev1ac.Container().WithName("node").WithImage(opts.NodeImage).
 		WithImagePullPolicy(opts.ImagePullPolicy).
-		WithArgs("node", "--node-name=$(NODE_NAME)", "--namespace=$(POD_NAMESPACE)", "--csi-socket="+csiSocketInPod).
+		WithArgs("node", "--node-name=$(NODE_NAME)", "--namespace=$(POD_NAMESPACE)", "--csi-socket="+csiSocketInPod,
+			fmt.Sprintf("--metrics-bind-address=:%d", nodeMetricsPort), "--cluster-id="+opts.ClusterID).
 		WithEnv(
 			corev1ac.EnvVar().WithName("NODE_NAME").WithValueFrom(corev1ac.EnvVarSource().
 				WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("spec.nodeName"))),
@@ -93,7 +102,10 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 		WithResources(corev1ac.ResourceRequirements().WithRequests(corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
 		})).
-		WithPorts(corev1ac.ContainerPort().WithName("healthz").WithContainerPort(9808)).
+		WithPorts(
+			corev1ac.ContainerPort().WithName("healthz").WithContainerPort(nodeHealthzPort),
+			corev1ac.ContainerPort().WithName(nodeMetricsPortName).WithContainerPort(nodeMetricsPort),
+		).
 		// A busy node answers slowly: 5 s per probe, and liveness only once the agent served once.
 		WithStartupProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").
 			WithPort(

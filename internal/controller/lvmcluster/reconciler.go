@@ -31,6 +31,9 @@ type Options struct {
 	// sidecars; empty (the default) means the node agent serves both in process.
 	RegistrarImage     string
 	LivenessProbeImage string
+	// ClusterID is the cluster's identity (the UID of kube-system), passed to the node agents
+	// (--cluster-id) to tag VGs and LVs with.
+	ClusterID string
 }
 
 // Reconciler reconciles LVMClusters.

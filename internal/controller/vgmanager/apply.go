@@ -28,11 +28,17 @@ func (m *NodeManager) wipe(ctx context.Context, p *plan) error {
 // apply creates or extends the VG, removes unselected empty PVs and creates or grows the thin pool.
 func (m *NodeManager) apply(ctx context.Context, p *plan) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("volumeGroup", p.in.Name)
+	if len(p.adopt) > 0 {
+		log.Info("Tagging volume group with this node's identity", "tags", p.adopt)
+		if err := m.lvm.AddVGTags(ctx, *p.vg, p.adopt...); err != nil {
+			return err
+		}
+	}
 	switch {
 	case len(p.add) == 0:
 	case p.vg == nil:
 		log.Info("Creating volume group", "devices", p.add)
-		if err := m.lvm.CreateVG(ctx, p.in.Name, p.add); err != nil {
+		if err := m.lvm.CreateVG(ctx, p.in.Name, p.add, p.in.Identity.Tags()...); err != nil {
 			return err
 		}
 	default:

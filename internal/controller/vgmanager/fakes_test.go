@@ -171,14 +171,26 @@ func (f *fakeLVM) owned(vg lvm.VG) error {
 	return nil
 }
 
-func (f *fakeLVM) CreateVG(_ context.Context, name string, devs []string, _ ...string) error {
+func (f *fakeLVM) CreateVG(_ context.Context, name string, devs []string, tags ...string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record("vgcreate %s %s", name, strings.Join(devs, " "))
+	f.record("vgcreate %s %s", name, strings.Join(append(devs, tags...), " "))
 	if f.vgByName(name) != nil {
 		return fmt.Errorf("VG %s: %w", name, lvm.ErrAlreadyExists)
 	}
-	f.addVG(name, devs, lvm.Tag)
+	f.addVG(name, devs, append([]string{lvm.Tag}, tags...)...)
+	return nil
+}
+
+func (f *fakeLVM) AddVGTags(_ context.Context, vg lvm.VG, tags ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("vgchange --addtag %s %s", strings.Join(tags, " "), vg.Name)
+	if err := f.owned(vg); err != nil {
+		return err
+	}
+	v := f.vgByName(vg.Name)
+	v.tags = append(v.tags, tags...)
 	return nil
 }
 

@@ -23,6 +23,7 @@ type Disks interface {
 type LVM interface {
 	State(ctx context.Context, vgs ...string) (*lvm.State, error)
 	CreateVG(ctx context.Context, name string, devices []string, tags ...string) error
+	AddVGTags(ctx context.Context, vg lvm.VG, tags ...string) error
 	ExtendVG(ctx context.Context, vg lvm.VG, devices ...string) error
 	ReduceVG(ctx context.Context, vg lvm.VG, devices ...string) error
 	RemoveVG(ctx context.Context, vg lvm.VG) error
@@ -57,6 +58,9 @@ type Input struct {
 	Spec lvmv1alpha1.LVMVolumeGroupSpec
 	// NodeName is this node (for messages).
 	NodeName string
+	// Identity tags the VG this node creates, and a VG whose tags name another node or cluster is
+	// never touched (zero: no identity tags, no check).
+	Identity lvm.Identity
 	// AlreadyWiped is true once this node ran its one-time wipe for this volume group.
 	AlreadyWiped bool
 	// DryRun plans only: nothing is changed on disk.

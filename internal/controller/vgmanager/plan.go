@@ -39,6 +39,8 @@ type plan struct {
 	remove []string
 	// pool describes the thin pool change, "" when none.
 	pool string
+	// adopt are the identity tags an existing VG lacks (made by LVMS or an older lvms).
+	adopt []string
 }
 
 // plan observes the node and computes the changes for in.
@@ -59,7 +61,17 @@ func (m *NodeManager) plan(ctx context.Context, in Input) (*plan, error) {
 			)
 			return p, nil
 		}
+		if why := in.Identity.Foreign(vg.Tags); why != "" {
+			p.failure = fmt.Sprintf(
+				"the volume group %s seen on node %s is not this node's: %s (a disk shared between nodes or "+
+					"moved from another cluster); it will not be touched: detach the disk, or, if it really "+
+					"belongs here, fix its tags with vgchange --deltag/--addtag (docs/data-safety.md)",
+				in.Name, in.NodeName, why,
+			)
+			return p, nil
+		}
 		p.vg = &vg
+		p.adopt = in.Identity.Missing(vg.Tags)
 	}
 	missing := p.resolveSelector(m.resolve)
 	p.verdicts, err = m.disks.Plan(ctx, devices.Policy{VGName: in.Name, Selector: p.selector, PVs: s.PVVolumeGroups()})
@@ -280,6 +292,9 @@ func (p *plan) changes() []string {
 		)
 	} else if p.wipeStep {
 		out = append(out, "record the one-time wipe of node "+p.in.NodeName+" (no selected disk needs wiping)")
+	}
+	if len(p.adopt) > 0 {
+		out = append(out, fmt.Sprintf("tag volume group %s with %s", p.in.Name, strings.Join(p.adopt, ", ")))
 	}
 	devs := append(slices.Clone(p.add), p.wipe...)
 	switch {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
 // Options are the dependencies of the Reconciler, set once at construction.
@@ -35,6 +36,9 @@ type Options struct {
 	Sink DeviceClassSink
 	// NodeName is the node this agent runs on.
 	NodeName string
+	// ClusterID identifies the cluster (the UID of its kube-system namespace); with NodeName it
+	// tags the VGs this node creates, and a VG tagged for another node or cluster is refused.
+	ClusterID string
 	// Namespace is the operator namespace: LVMVolumeGroups and LVMVolumeGroupNodeStatuses live there.
 	Namespace string
 	// ResolvePath resolves deviceSelector paths; nil means devices.ResolvePath.
@@ -53,6 +57,7 @@ type Reconciler struct {
 	sink      DeviceClassSink
 	feedMu    sync.Mutex // see feedLVMD
 	nodeName  string
+	clusterID string
 	namespace string
 	interval  time.Duration
 }
@@ -65,7 +70,7 @@ func New(o Options) *Reconciler {
 	}
 	return &Reconciler{
 		client: o.Client, recorder: o.Recorder, lvm: o.LVM, nodes: NewNodeManager(o.Disks, o.LVM, o.ResolvePath),
-		sink: o.Sink, nodeName: o.NodeName, namespace: o.Namespace, interval: interval,
+		sink: o.Sink, nodeName: o.NodeName, clusterID: o.ClusterID, namespace: o.Namespace, interval: interval,
 	}
 }
 
@@ -221,6 +226,7 @@ func (r *Reconciler) readDryRun(ctx context.Context, s *scope) (ctrl.Result, err
 func (r *Reconciler) reconcileVG(ctx context.Context, s *scope) (ctrl.Result, error) {
 	in := Input{
 		Name: s.vg.Name, Spec: s.vg.Spec, NodeName: r.nodeName, DryRun: s.dryRun,
+		Identity:     lvm.Identity{Node: r.nodeName, Cluster: r.clusterID},
 		AlreadyWiped: s.vg.Annotations[WipedAnnotation(r.nodeName)] != "",
 	}
 	hooks := Hooks{

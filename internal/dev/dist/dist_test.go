@@ -112,6 +112,30 @@ func TestBundleValidates(t *testing.T) {
 	}
 }
 
+// TestBundleCarriesMetricsObjects: under OLM the metrics Services and the reader ClusterRole, which
+// the CSV cannot describe, travel as manifests of their own; the webhook Service does not (OLM
+// creates its own from the webhookdefinitions).
+func TestBundleCarriesMetricsObjects(t *testing.T) {
+	bundle, errs := validateBundle(t, repoFiles(t))
+	for _, e := range errs {
+		t.Errorf("%v", e)
+	}
+	var got []string
+	for _, o := range bundle.Objects {
+		if k := o.GetKind(); k != "ClusterServiceVersion" && k != "CustomResourceDefinition" {
+			got = append(got, k+"/"+o.GetName())
+			if o.GetNamespace() != "" {
+				t.Errorf("%s/%s names namespace %q; OLM puts it in the operator's", k, o.GetName(), o.GetNamespace())
+			}
+		}
+	}
+	slices.Sort(got)
+	want := []string{"ClusterRole/lvms-metrics-reader", "Service/lvms-node-metrics", "Service/lvms-operator-metrics"}
+	if !slices.Equal(got, want) {
+		t.Errorf("bundle objects besides the CSV and CRDs: %q, want %q", got, want)
+	}
+}
+
 // TestChartIsParameterized checks that the chart installs into any namespace with any image: no
 // template names the install namespace or the operator image literally.
 func TestChartIsParameterized(t *testing.T) {

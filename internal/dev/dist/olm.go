@@ -35,7 +35,8 @@ const operatorContainer = "operator"
 // bundleKinds are the kinds of the install and what the bundle does with each: OLM creates the
 // namespace (OperatorGroup), the service accounts, the RBAC (from the CSV's permissions), the
 // webhook Service and configuration (from webhookdefinitions, with a certificate it manages, so
-// the Secret the self-signed mode keeps its certificate in is left out).
+// the Secret the self-signed mode keeps its certificate in is left out). The other Services and the
+// ClusterRoles nothing binds travel as manifests of their own (extraManifests).
 var bundleKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "Role", "ClusterRole",
 	"RoleBinding", "ClusterRoleBinding", "Service", "Secret", "Deployment", "ValidatingWebhookConfiguration",
 	"MutatingWebhookConfiguration"}
@@ -75,7 +76,62 @@ func bundleFiles(inst *Install, o Options, sample []byte) (map[string][]byte, er
 			return nil, err
 		}
 	}
+	extra, err := extraManifests(inst)
+	if err != nil {
+		return nil, err
+	}
+	for name, b := range extra {
+		files[BundleDir+"/manifests/"+name] = b
+	}
 	files[BundleDir+"/metadata/annotations.yaml"] = []byte(annotationsYAML)
+	return files, nil
+}
+
+// webhookPortName is the name of the operator container's webhook port; the install's webhook
+// Service targets it, and so does the one OLM creates from the webhookdefinitions.
+const webhookPortName = "webhook"
+
+// extraManifests are the install's objects the CSV does not describe, which OLM creates from the
+// bundle as they are (the namespaced ones in the operator namespace): every Service but the
+// webhook's, and every ClusterRole no binding of the install refers to (lvms-metrics-reader, for
+// users to bind). Keyed by the file names operator-sdk gives them: <name>_<group>_<version>_<kind>.
+func extraManifests(inst *Install) (map[string][]byte, error) {
+	bound := map[string]bool{}
+	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
+		for _, b := range inst.find(kind) {
+			if k, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind"); k == "ClusterRole" {
+				name, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
+				bound[name] = true
+			}
+		}
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range inst.find("ClusterRole") {
+		if !bound[r.GetName()] {
+			objs = append(objs, r)
+		}
+	}
+	for _, svc := range inst.find("Service") {
+		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		if !slices.ContainsFunc(ports, func(p any) bool {
+			m, _ := p.(map[string]any)
+			return m["targetPort"] == webhookPortName
+		}) {
+			objs = append(objs, svc)
+		}
+	}
+	files := map[string][]byte{}
+	for _, o := range objs {
+		gv := strings.ReplaceAll(o.GetAPIVersion(), "/", "_")
+		name := strings.ToLower(o.GetName() + "_" + gv + "_" + o.GetKind() + ".yaml")
+		c := o.DeepCopy()
+		unstructured.RemoveNestedField(c.Object, "metadata", "namespace")
+		b, err := toYAML(c.Object)
+		if err != nil {
+			return nil, err
+		}
+		files[name] = b
+	}
 	return files, nil
 }
 
@@ -265,7 +321,7 @@ func webhookDefinitions(inst *Install, d *appsv1.Deployment) ([]operatorsv1alpha
 				}
 				desc := operatorsv1alpha1.WebhookDescription{
 					GenerateName: w.Name, Type: typ, DeploymentName: d.Name, ContainerPort: 443,
-					TargetPort: new(intstr.FromString("webhook")), Rules: w.Rules, FailurePolicy: w.FailurePolicy,
+					TargetPort: new(intstr.FromString(webhookPortName)), Rules: w.Rules, FailurePolicy: w.FailurePolicy,
 					MatchPolicy: w.MatchPolicy, SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds,
 					AdmissionReviewVersions: w.AdmissionReviewVersions, WebhookPath: w.ClientConfig.Service.Path,
 				}

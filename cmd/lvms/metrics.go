@@ -1,0 +1,54 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// The metrics server asks the API server who sent each scrape (a TokenReview of its bearer token)
+// and whether that user may get the non-resource URL /metrics (a SubjectAccessReview), for example
+// through ClusterRole lvms-metrics-reader (config/rbac/metrics_reader_role.yaml). The node agent's
+// role carries the same rules from internal/nodeagent.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// The file names in --metrics-cert-dir: those of a kubernetes.io/tls Secret mounted as a volume.
+const (
+	metricsCertFile = "tls.crt"
+	metricsKeyFile  = "tls.key"
+)
+
+// metricsOptions configures the metrics server of the operator and of the node agent alike: HTTPS
+// on bindAddress ("0" disables it), and /metrics only for authenticated clients allowed to get it.
+// With certDir empty the server generates a self-signed certificate in memory at start; otherwise
+// it serves tls.crt and tls.key from certDir (reloaded when they change), which must exist.
+func metricsOptions(bindAddress, certDir string) (metricsserver.Options, error) {
+	opts := metricsserver.Options{
+		BindAddress:    bindAddress,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		TLSOpts:        []func(*tls.Config){disableHTTP2},
+	}
+	if certDir == "" {
+		return opts, nil
+	}
+	// controller-runtime falls back to a self-signed certificate when the files are missing; a
+	// certificate the user mounted must not be replaced silently.
+	for _, name := range []string{metricsCertFile, metricsKeyFile} {
+		if _, err := os.Stat(filepath.Join(certDir, name)); err != nil {
+			return metricsserver.Options{}, fmt.Errorf("--metrics-cert-dir: %w", err)
+		}
+	}
+	opts.CertDir, opts.CertName, opts.KeyName = certDir, metricsCertFile, metricsKeyFile
+	return opts, nil
+}
+
+// disableHTTP2 offers HTTP/1.1 only, as LVMS and kubebuilder's scaffold do for their metrics
+// endpoints: the HTTP/2 stream-reset and rapid-reset attacks need no credentials, and a scrape
+// gains nothing from HTTP/2.
+func disableHTTP2(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }

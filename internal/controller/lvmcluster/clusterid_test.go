@@ -1,0 +1,14 @@
+package lvmcluster
+
+import (
+	"slices"
+	"testing"
+)
+
+// The node agents learn the cluster identity they tag VGs and LVs with from the operator.
+func TestNodeAgentGetsTheClusterID(t *testing.T) {
+	pod := nodeDaemonSet(t, Options{Namespace: "lvms-system", NodeImage: "lvms", ClusterID: "0c1d-uid"}).Spec.Template
+	if args := containerNamed(t, &pod.Spec, "node").Args; !slices.Contains(args, "--cluster-id=0c1d-uid") {
+		t.Errorf("node agent args %q lack --cluster-id=0c1d-uid", args)
+	}
+}

@@ -1,0 +1,113 @@
+package lvmcluster
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+)
+
+// nodeDaemonSet renders nodeDaemonSetFor as the API object the API server would store.
+func nodeDaemonSet(t *testing.T, opts Options) *appsv1.DaemonSet {
+	t.Helper()
+	c := &lvmv1alpha1.LVMCluster{}
+	c.Name, c.Namespace = "my-lvmcluster", "lvms-system"
+	b, err := json.Marshal(nodeDaemonSetFor(c, opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := &appsv1.DaemonSet{}
+	if err := json.Unmarshal(b, ds); err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func containerNamed(t *testing.T, pod *corev1.PodSpec, name string) *corev1.Container {
+	t.Helper()
+	i := slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == name })
+	if i < 0 {
+		t.Fatalf("no container %q", name)
+	}
+	return &pod.Containers[i]
+}
+
+// TestNodeDaemonSetPorts: the node agent serves health on 9808 and metrics on 8443 (the port it is
+// told to bind), and no two containers of the pod claim one port, with or without the sidecars.
+func TestNodeDaemonSetPorts(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+	}{
+		{name: "in-process registration and health", opts: Options{Namespace: "lvms-system", NodeImage: "lvms"}},
+		{name: "with sidecars", opts: Options{Namespace: "lvms-system", NodeImage: "lvms",
+			RegistrarImage: "registrar", LivenessProbeImage: "livenessprobe"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &nodeDaemonSet(t, tt.opts).Spec.Template.Spec
+			byName := map[string]int32{}
+			used := map[int32]string{}
+			for _, c := range pod.Containers {
+				for _, p := range c.Ports {
+					if other, ok := used[p.ContainerPort]; ok {
+						t.Errorf("port %d: %s and %s/%s", p.ContainerPort, other, c.Name, p.Name)
+					}
+					used[p.ContainerPort] = c.Name + "/" + p.Name
+					byName[p.Name] = p.ContainerPort
+				}
+			}
+			if used[9809] != "" {
+				t.Errorf("port 9809 is the livenessprobe sidecar's, not %s", used[9809])
+			}
+			if byName["healthz"] != 9808 || byName["metrics"] != 8443 {
+				t.Errorf("ports %v, want healthz 9808 and metrics 8443", byName)
+			}
+			if args := containerNamed(t, pod, "node").Args; !slices.Contains(args, "--metrics-bind-address=:8443") {
+				t.Errorf("node agent args %q do not bind metrics to the metrics port", args)
+			}
+		})
+	}
+}
+
+// TestNodeMetricsServiceSelectsTheAgent: the static Service lvms-node-metrics of config/metrics
+// selects the pods of the DaemonSet the operator creates and targets their metrics port.
+func TestNodeMetricsServiceSelectsTheAgent(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "metrics", "node_service.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{}
+	if err := yaml.Unmarshal(b, svc); err != nil {
+		t.Fatal(err)
+	}
+	pod := nodeDaemonSet(t, Options{Namespace: "lvms-system", NodeImage: "lvms"}).Spec.Template
+	if len(svc.Spec.Selector) == 0 {
+		t.Fatal("Service has no selector")
+	}
+	for k, v := range svc.Spec.Selector {
+		if pod.Labels[k] != v {
+			t.Errorf("Service selects %s=%s; pod labels %v", k, v, pod.Labels)
+		}
+	}
+	node := containerNamed(t, &pod.Spec, "node")
+	for _, p := range svc.Spec.Ports {
+		if p.TargetPort.Type != intstr.String {
+			t.Errorf("Service port %s targets %s; target the container port by name", p.Name, p.TargetPort.String())
+			continue
+		}
+		if !slices.ContainsFunc(node.Ports, func(cp corev1.ContainerPort) bool {
+			return cp.Name == p.TargetPort.StrVal && cp.ContainerPort == nodeMetricsPort
+		}) {
+			t.Errorf("Service port %s targets %q, not the node agent's metrics port", p.Name, p.TargetPort.StrVal)
+		}
+	}
+}
