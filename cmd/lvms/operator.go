@@ -256,9 +256,11 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 }
 
 // The self-signed certificate mode keeps its certificate in a Secret of the operator namespace and
-// injects the CA into the validating and mutating webhook configurations; the operator reads its own
-// Pod to learn the image the node agent runs.
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// injects the CA into the validating and mutating webhook configurations (it may update only those
+// two, by name: renaming them with --webhook-configuration or --mutating-webhook-configuration needs
+// the same names in the role); the operator reads its own Pod to learn the image the node agent runs.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,resourceNames=lvms-validating-webhook-configuration;lvms-mutating-webhook-configuration,verbs=update;patch
 // +kubebuilder:rbac:groups="",namespace=lvms-system,resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",namespace=lvms-system,resources=pods,verbs=get
 

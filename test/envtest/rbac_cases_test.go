@@ -51,7 +51,7 @@ func nodeAgentCases() []privilegeCase {
 	cases := []privilegeCase{
 		allow("get", lvmGroup, "lvmclusters", ns),
 		allow("list", lvmGroup, "lvmclusters", ns),
-		allow("watch", lvmGroup, "lvmclusters", ""),
+		allow("watch", lvmGroup, "lvmclusters", ns),
 		allow("get", "", "nodes", ""),
 		allow("patch", "", "nodes", ""),
 		allow("create", lvmGroup, "lvmvolumegroupnodestatuses", ns).with(nodeStatusBody()),
@@ -84,6 +84,10 @@ func nodeAgentCases() []privilegeCase {
 		deny("create", "", "persistentvolumes", ""),
 		deny("delete", "", "persistentvolumes", ""),
 		deny("create", "", "events", ns),
+		// The lvm.topolvm.io objects live in the operator namespace: none anywhere else.
+		deny("watch", lvmGroup, "lvmclusters", ""),
+		deny("update", lvmGroup, "lvmvolumegroups", "default"),
+		deny("create", lvmGroup, "lvmvolumegroupnodestatuses", "default"),
 	}
 	cases = append(cases, rbacDenials("lvms-node")...)
 	return append(cases, escalationDenials("lvms-operator")...)
@@ -100,8 +104,10 @@ func operatorCases() []privilegeCase {
 		allow("apply", "apps", "daemonsets", ns).with(daemonSetApply()),
 		allow("create", storageGroup, "storageclasses", "").with(storageClassBody()),
 		allow("create", storageGroup, "csidrivers", ""),
-		allow("update", webhookGroup, "validatingwebhookconfigurations", ""),
-		allow("patch", webhookGroup, "mutatingwebhookconfigurations", ""),
+		// CA injection: its own two webhook configurations, by name.
+		allow("update", webhookGroup, "validatingwebhookconfigurations", "").
+			named("lvms-validating-webhook-configuration"),
+		allow("patch", webhookGroup, "mutatingwebhookconfigurations", "").named("lvms-mutating-webhook-configuration"),
 		allow("create", topolvmGroup, "logicalvolumes", "").with(logicalVolumeBody()),
 		allow("delete", topolvmGroup, "logicalvolumes", ""),
 		allow("list", "", "nodes", ""),
@@ -138,6 +144,15 @@ func operatorCases() []privilegeCase {
 		deny("create", webhookGroup, "validatingwebhookconfigurations", ""),
 		deny("delete", webhookGroup, "validatingwebhookconfigurations", ""),
 		deny("create", "apiextensions.k8s.io", "customresourcedefinitions", ""),
+		// Other webhooks, SCCs and workloads than its own.
+		deny("update", webhookGroup, "validatingwebhookconfigurations", "").named("someone-elses-webhook"),
+		deny("patch", webhookGroup, "mutatingwebhookconfigurations", "").named("someone-elses-webhook"),
+		deny("patch", "security.openshift.io", "securitycontextconstraints", "").named("privileged"),
+		deny("delete", "security.openshift.io", "securitycontextconstraints", "").named("privileged"),
+		deny("create", "apps", "daemonsets", "kube-system"),
+		deny("delete", "apps", "daemonsets", "kube-system"),
+		deny("create", storageGroup, "csistoragecapacities", "default"),
+		deny("create", "coordination.k8s.io", "leases", "kube-system"),
 		deny("delete", "", "namespaces", "").named(ns),
 		// Of the namespaces only kube-system, by name (its UID is the cluster's identity).
 		deny("get", "", "namespaces", "").named("default"),

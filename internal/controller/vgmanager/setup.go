@@ -20,10 +20,10 @@ import (
 )
 
 // What the node agent needs:
-// +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroups,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroups/finalizers,verbs=update
-// +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroupnodestatuses,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=lvm.topolvm.io,namespace=lvms-system,resources=lvmvolumegroups,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=lvm.topolvm.io,namespace=lvms-system,resources=lvmvolumegroups/finalizers,verbs=update
+// +kubebuilder:rbac:groups=lvm.topolvm.io,namespace=lvms-system,resources=lvmvolumegroupnodestatuses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=lvm.topolvm.io,namespace=lvms-system,resources=lvmclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
