@@ -58,24 +58,29 @@ func TestInstalledPrivileges(t *testing.T) {
 	tests := []struct {
 		user, verb, group, resource, namespace string
 		allowed                                bool
+		name                                   string
 	}{
-		{node, "list", "", "secrets", "", false},
-		{node, "get", "", "secrets", operatorNS, false},
-		{node, "create", "apps", "daemonsets", operatorNS, false},
-		{node, "delete", "storage.k8s.io", "storageclasses", "", false},
-		{node, "update", "topolvm.io", "logicalvolumes", "", true},
-		{node, "patch", "", "nodes", "", true},
-		{operator, "list", "", "secrets", "", false},
-		{operator, "get", "", "secrets", operatorNS, true},
-		{operator, "create", "apps", "daemonsets", operatorNS, true},
-		{operator, "update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", true},
+		{node, "list", "", "secrets", "", false, ""},
+		{node, "get", "", "secrets", operatorNS, false, ""},
+		{node, "create", "apps", "daemonsets", operatorNS, false, ""},
+		{node, "delete", "storage.k8s.io", "storageclasses", "", false, ""},
+		{node, "update", "topolvm.io", "logicalvolumes", "", true, ""},
+		{node, "patch", "", "nodes", "", true, ""},
+		{operator, "list", "", "secrets", "", false, ""},
+		{operator, "get", "", "secrets", operatorNS, true, ""},
+		{operator, "create", "apps", "daemonsets", operatorNS, true, ""},
+		{operator, "update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", true,
+			"lvms-validating-webhook-configuration"},
+		{operator, "update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", false,
+			"someone-elses-webhook"},
+		{operator, "create", "apps", "daemonsets", "kube-system", false, ""},
 	}
 	for _, tt := range tests {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   tt.user,
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: tt.verb, Group: tt.group, Resource: tt.resource, Namespace: tt.namespace,
+				Verb: tt.verb, Group: tt.group, Resource: tt.resource, Namespace: tt.namespace, Name: tt.name,
 			},
 		}}
 		if err := e.c.Create(e.ctx(), sar); err != nil {
@@ -84,6 +89,9 @@ func TestInstalledPrivileges(t *testing.T) {
 		where := "cluster-wide"
 		if tt.namespace != "" {
 			where = "in " + tt.namespace
+		}
+		if tt.name != "" {
+			where += " named " + tt.name
 		}
 		if sar.Status.Allowed != tt.allowed {
 			t.Errorf("%s may %s %s.%s %s: %v, want %v (%s)", tt.user, tt.verb, tt.resource, tt.group, where,
