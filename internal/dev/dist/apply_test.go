@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/lvm-operator/lvm-operator/internal/dev/kustomize"
 )
 
 // TestInstallAppliesToAPIServer applies dist/install.yaml the way the README says (server-side
@@ -23,7 +25,7 @@ func TestInstallAppliesToAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := decode(b)
+	objs, err := kustomize.Decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}

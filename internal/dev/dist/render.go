@@ -5,19 +5,15 @@
 package dist
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lvm-operator/lvm-operator/internal/dev/kustomize"
 )
 
 // Options say what to render.
@@ -40,16 +36,11 @@ type Install struct {
 
 // Render builds the kustomization at dir, as `kubectl kustomize dir` does.
 func Render(dir string) (*Install, error) {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	out, err := kustomize.Build(dir)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+		return nil, err
 	}
-	out, err := m.AsYaml()
-	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
-	}
-	objs, err := decode(out)
+	objs, err := kustomize.Decode(out)
 	if err != nil {
 		return nil, err
 	}
@@ -63,31 +54,6 @@ func Render(dir string) (*Install, error) {
 		return nil, fmt.Errorf("kustomize build %s: no Namespace object: the install must create its namespace", dir)
 	}
 	return inst, nil
-}
-
-// decode splits a multi-document YAML stream into objects.
-func decode(b []byte) ([]*unstructured.Unstructured, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	var objs []*unstructured.Unstructured
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read YAML document: %w", err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, fmt.Errorf("decode YAML document: %w", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 }
 
 // find returns the objects of a kind, in render order.

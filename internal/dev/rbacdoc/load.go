@@ -7,11 +7,7 @@
 package rbacdoc
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -19,10 +15,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lvm-operator/lvm-operator/internal/dev/kustomize"
 )
 
 // Set is the RBAC of a kustomize directory: every object as kustomize builds it, and the same
@@ -45,21 +40,16 @@ type Set struct {
 // Roles, RoleBindings and ServiceAccounts the build leaves without one. Kinds other than the
 // RBAC kinds and ServiceAccount are an error: everything in config/rbac is documented.
 func Load(dir, namespace string) (*Set, error) {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	out, err := kustomize.Build(dir)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
-	}
-	out, err := m.AsYaml()
-	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+		return nil, err
 	}
 	return Decode(out, namespace)
 }
 
 // Decode decodes a multi-document YAML stream of RBAC objects (see Load).
 func Decode(stream []byte, namespace string) (*Set, error) {
-	objs, err := splitYAML(stream)
+	objs, err := kustomize.Decode(stream)
 	if err != nil {
 		return nil, err
 	}
@@ -109,28 +99,6 @@ func appendTyped[T any](list []T, u *unstructured.Unstructured) ([]T, error) {
 		return list, fmt.Errorf("decode: %w", err)
 	}
 	return append(list, v), nil
-}
-
-// splitYAML splits a multi-document YAML stream into objects, skipping empty documents.
-func splitYAML(b []byte) ([]*unstructured.Unstructured, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	var objs []*unstructured.Unstructured
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read YAML document: %w", err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, fmt.Errorf("decode YAML document: %w", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 }
 
 // OutputFile is the generated page, relative to the repository root.
