@@ -57,6 +57,19 @@ func newEnv(t *testing.T, cfg *lvmd.Config) *env {
 	return &env{t: t, fake: f, classes: classes, svc: svc}
 }
 
+// addFastClass adds VG "vg2" (4 GiB) to the fake and a thick class "fast" on it to the device
+// classes, as the node agent does after it created a new VG.
+func (e *env) addFastClass() {
+	e.t.Helper()
+	e.fake.AddVG("vg2", 4*gib, extent, "lvms")
+	cfg := testConfig()
+	cfg.DeviceClasses = append(
+		cfg.DeviceClasses,
+		lvmd.DeviceClass{Name: "fast", VolumeGroup: "vg2", SpareGB: ptr(uint64(0))},
+	)
+	wantErr(e.t, e.classes.Replace(cfg), nil)
+}
+
 func (e *env) free(class string) uint64 {
 	e.t.Helper()
 	c, err := e.svc.Capacity(e.t.Context(), class)

@@ -227,13 +227,7 @@ func TestDeviceClassSwapAtRunTime(t *testing.T) {
 	wantErr(t, err, lvmd.ErrUnknownDeviceClass)
 
 	// The node agent creates a new VG and adds its class: no restart.
-	e.fake.AddVG("vg2", 4*gib, extent, "lvms")
-	cfg := testConfig()
-	cfg.DeviceClasses = append(
-		cfg.DeviceClasses,
-		lvmd.DeviceClass{Name: "fast", VolumeGroup: "vg2", SpareGB: ptr(uint64(0))},
-	)
-	wantErr(t, e.classes.Replace(cfg), nil)
+	e.addFastClass()
 	got := waitFor(t, caps, func(c []lvmd.Capacity) bool { return len(c) == 3 && c[2].Ready })
 	if got[2].FreeBytes != 4*gib {
 		t.Errorf("new class capacity = %+v", got[2])

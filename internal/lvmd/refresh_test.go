@@ -67,13 +67,7 @@ func TestRunSeesAClassReplacedDuringItsFirstRead(t *testing.T) {
 	go func() { done <- svc.Run(ctx) }()
 	<-slow.reading // Run's first read has seen the state without vg2
 	slow.reading = nil
-	e.fake.AddVG("vg2", 4*gib, extent, "lvms")
-	cfg := testConfig()
-	cfg.DeviceClasses = append(
-		cfg.DeviceClasses,
-		lvmd.DeviceClass{Name: "fast", VolumeGroup: "vg2", SpareGB: ptr(uint64(0))},
-	)
-	wantErr(t, e.classes.Replace(cfg), nil)
+	e.addFastClass()
 	close(slow.proceed)
 	got := waitFor(t, svc.Watch(ctx), func(c []lvmd.Capacity) bool { return len(c) == 3 && c[2].Ready })
 	if got[2].FreeBytes != 4*gib {
