@@ -43,6 +43,9 @@ const (
 	thinClass  = "lvms-thin"
 	mountPath  = "/data"
 	timeout    = 4 * time.Minute
+	// readyTimeout bounds the wait for the LVMCluster: a single-CPU node builds its three volume
+	// groups one after the other, 20-40 s each.
+	readyTimeout = 6 * time.Minute
 	// workloadImage is the test pods' image (busybox), imported into every node.
 	workloadImage = "lvms.local/workload:dev"
 	// outputLines is how much of a pod's log the tests read.
@@ -109,7 +112,8 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) ctx() context.Context { return e.t.Context() }
 
-// ensureLVMCluster creates the e2e LVMCluster (a thick and a thin device class on separate disks)
+// ensureLVMCluster creates the e2e LVMCluster (a thick and a thin device class on separate disks,
+// and the small thin one of TestNoDataAcrossTenants)
 // unless it exists, and waits until it is Ready.
 func (e *env) ensureLVMCluster() {
 	e.t.Helper()
@@ -129,6 +133,18 @@ func (e *env) ensureLVMCluster() {
 					OverprovisionRatio: 10,
 				},
 			},
+			// TestNoDataAcrossTenants's own class (tenants_test.go).
+			{
+				Name:           tenantThinVG,
+				DeviceSelector: &lvmv1alpha1.DeviceSelector{Paths: []lvmv1alpha1.DevicePath{"/dev/ubdd"}},
+				ThinPoolConfig: &lvmv1alpha1.ThinPoolConfig{
+					Name:                       tenantPool,
+					SizePercent:                10,
+					OverprovisionRatio:         2,
+					ChunkSizeCalculationPolicy: lvmv1alpha1.ChunkSizeCalculationPolicyStatic,
+					ChunkSize:                  new(resource.MustParse("8Mi")),
+				},
+			},
 		}}},
 	}
 	var all lvmv1alpha1.LVMClusterList
@@ -138,7 +154,7 @@ func (e *env) ensureLVMCluster() {
 	for _, c := range all.Items {
 		if c.Name != want.Name {
 			e.t.Fatalf(
-				"LVMCluster %s exists; the suite needs its own (thick on /dev/ubdb,/dev/ubdc, thin on /dev/ubda): run it on a fresh cluster (hack/e2e.sh)",
+				"LVMCluster %s exists; the suite needs its own (thick on /dev/ubdb,/dev/ubdc, thin on /dev/ubda, tenant-thin on /dev/ubdd): run it on a fresh cluster (hack/e2e.sh)",
 				c.Name,
 			)
 		}
@@ -154,7 +170,7 @@ func (e *env) ensureLVMCluster() {
 	if err != nil {
 		e.t.Fatalf("LVMCluster e2e: %v", err)
 	}
-	e.waitFor("LVMCluster e2e Ready", func(ctx context.Context) (bool, string, error) {
+	e.waitForWithin(readyTimeout, "LVMCluster e2e Ready", func(ctx context.Context) (bool, string, error) {
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(want), &got); err != nil {
 			return false, "", err
 		}
@@ -165,8 +181,14 @@ func (e *env) ensureLVMCluster() {
 // waitFor polls cond until done; a timeout fails the test with the last thing cond saw.
 func (e *env) waitFor(what string, cond func(ctx context.Context) (bool, string, error)) {
 	e.t.Helper()
+	e.waitForWithin(timeout, what, cond)
+}
+
+// waitForWithin is waitFor with a timeout of its own.
+func (e *env) waitForWithin(d time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
+	e.t.Helper()
 	var last string
-	err := wait.PollUntilContextTimeout(e.ctx(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(e.ctx(), time.Second, d, true, func(ctx context.Context) (bool, error) {
 		done, saw, err := cond(ctx)
 		if saw != "" {
 			last = saw

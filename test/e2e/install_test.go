@@ -12,6 +12,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
@@ -124,4 +126,49 @@ func TestWebhookRejectsThroughAPIServer(t *testing.T) {
 		t.Fatalf("second LVMCluster refused, but not by the webhook: %v", err)
 	}
 	t.Logf("refused as expected: %v", err)
+}
+
+// TestNodeAgentBoundToItsNode: the installed admission policy keeps a node agent to its own node.
+// Acting as the node agent with a token bound to one node (impersonation with the user extra the
+// API server takes from a bound token), a dry-run patch of that node's Node is allowed and one of
+// the other node's is refused. The real agents, whose tokens the kubelet binds, wrote their own
+// Nodes' capacity annotations under the same policy.
+func TestNodeAgentBoundToItsNode(t *testing.T) {
+	e := newEnv(t)
+	nodes := e.nodes()
+	if len(nodes) < 2 {
+		t.Fatalf("nodes %v: the test needs two", nodes)
+	}
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + operatorNS + ":lvms-node",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
+		Extra:    map[string][]string{"authentication.kubernetes.io/node-name": {nodes[0]}},
+	}
+	agent, err := client.New(cfg, client.Options{Scheme: e.c.Scheme(), Mapper: e.c.RESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"lvms.e2e/policy":"x"}}}`))
+	own := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodes[0]}}
+	if err := agent.Patch(e.ctx(), own, patch, client.DryRunAll); err != nil {
+		t.Fatalf("the node agent of %s may not patch its own Node: %v", nodes[0], err)
+	}
+	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodes[1]}}
+	err = agent.Patch(e.ctx(), other, patch, client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), "lvms-node-agent-own-node") {
+		t.Fatalf("the node agent of %s patching Node %s: %v, want refused by lvms-node-agent-own-node",
+			nodes[0], nodes[1], err)
+	}
+	t.Logf("refused as expected: %v", err)
+	for _, n := range nodes {
+		var node corev1.Node
+		if err := e.c.Get(e.ctx(), client.ObjectKey{Name: n}, &node); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := node.Annotations["capacity.topolvm.io/thin"]; !ok {
+			t.Errorf("Node %s has no capacity.topolvm.io/thin annotation: its agent could not write it (%v)",
+				n, node.Annotations)
+		}
+	}
 }

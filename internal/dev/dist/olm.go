@@ -36,10 +36,13 @@ const operatorContainer = "operator"
 // namespace (OperatorGroup), the service accounts, the RBAC (from the CSV's permissions), the
 // webhook Service and configuration (from webhookdefinitions, with a certificate it manages, so
 // the Secret the self-signed mode keeps its certificate in is left out). The other Services and the
-// ClusterRoles nothing binds travel as manifests of their own (extraManifests).
+// ClusterRoles nothing binds travel as manifests of their own (extraManifests). The admission
+// policy that keeps each node agent to its own node (config/policy) is left out: OLM creates no
+// admission policies from a bundle, so under OLM the node agent is bounded by its RBAC alone
+// (docs/rbac.md says how to add the policy by hand).
 var bundleKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "Role", "ClusterRole",
 	"RoleBinding", "ClusterRoleBinding", "Service", "Secret", "Deployment", "ValidatingWebhookConfiguration",
-	"MutatingWebhookConfiguration"}
+	"MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 // bundleFiles renders the OLM bundle (registry+v1): the ClusterServiceVersion, the CRDs and the
 // annotations.

@@ -33,7 +33,9 @@ the service accounts, leader election and the role of the CSI sidecars are writt
 - **Operator** (` + "`lvms-operator`" + `, the Deployment): turns the LVMCluster into its operands (the node
   agent DaemonSet, LVMVolumeGroups, StorageClasses, VolumeSnapshotClasses, the CSIDriver and, on
   OpenShift, SecurityContextConstraints), keeps the self-managed webhook certificate in a Secret of
-  its own namespace and injects its CA into the webhook configurations, reads its own Pod for its
+  its own namespace (it can read every Secret there: the certificate rotator watches the
+  namespace's Secrets, so keep no other Secrets in it) and injects its CA into the webhook
+  configurations, reads its own Pod for its
   image and the namespace kube-system (by name, for its UID: the cluster's identity), and serves
   the CSI controller service, which creates and deletes LogicalVolumes.
 - **CSI sidecars** (` + "`lvms-csi-sidecars`" + `, bound to the operator's account because they run in its
@@ -48,6 +50,18 @@ The envtest suite (` + "`go test -v -run TestServiceAccountPrivileges ./test/env
 objects into a real API server, impersonates each service account, proves that every rule below
 is granted and that what the accounts must not do (Secrets outside the operator namespace, RBAC
 objects, pods/exec, service account tokens, ...) is refused, and prints what each may do.
+
+**Each node agent writes only its own node's objects.** RBAC can name objects but not say "the
+caller's node", so the ClusterRole below lets the node agent patch every Node and LogicalVolume.
+The ValidatingAdmissionPolicy ` + "`lvms-node-agent-own-node`" + ` (` + "`config/policy`" + `, in the kustomize and
+Helm installs) narrows that: a write by ` + "`lvms-node`" + ` to a Node, a LogicalVolume or an
+LVMVolumeGroupNodeStatus is refused unless the object is of the node the agent's token is bound to
+(the user extra ` + "`authentication.kubernetes.io/node-name`" + ` the API server takes from a token the kubelet
+projects for a pod, Kubernetes 1.30 and later; a token without it may write none). A compromised
+node agent can therefore not move another node's capacity annotations or volumes.
+` + "`go test -v -run TestNodeAgentWritesOnlyItsNode ./test/envtest/`" + ` shows it. The OLM bundle cannot
+carry admission policies: on an OLM install, apply ` + "`config/policy`" + ` yourself
+(` + "`kubectl apply -k config/policy`" + `) to get the same bound.
 
 ## Service accounts
 
