@@ -23,6 +23,9 @@ type Capacity struct {
 	SizeBytes uint64
 	// ThinPool is set for thin classes whose pool exists.
 	ThinPool *ThinPoolCapacity
+	// VGSizeBytes and VGFreeBytes are the volume group's size and free bytes as lvm2 reports them
+	// (no spare or reservation taken off), thin classes included; set when Ready.
+	VGSizeBytes, VGFreeBytes uint64
 }
 
 // ThinPoolCapacity describes the thin pool of a thin class.
@@ -70,6 +73,7 @@ func classCapacity(dc *DeviceClass, s *lvm.State, p pending, id lvm.Identity) Ca
 	if !ok || !vg.Owned() || id.Foreign(vg.Tags) != "" {
 		return c
 	}
+	c.VGSizeBytes, c.VGFreeBytes = vg.Size, vg.Free
 	if !dc.IsThin() {
 		c.Ready = true
 		c.SizeBytes = vg.Size
@@ -78,6 +82,7 @@ func classCapacity(dc *DeviceClass, s *lvm.State, p pending, id lvm.Identity) Ca
 	}
 	pool, ok := s.LV(vg.Name, dc.ThinPool.Name)
 	if !ok || !pool.Attr.IsThinPool() {
+		c.VGSizeBytes, c.VGFreeBytes = 0, 0
 		return c
 	}
 	virtual := thinVirtualBytes(s, vg.Name, pool.Name) + p.pool[vg.Name+"/"+pool.Name]

@@ -141,6 +141,7 @@ func capacitiesFromProto(resp *lvmdpb.WatchResponse) []Capacity {
 		c := Capacity{
 			DeviceClass: it.GetDeviceClass(), VolumeGroup: it.GetVolumeGroup(), Ready: it.GetReady(),
 			Default: it.GetDefault(), FreeBytes: it.GetFreeBytes(), SizeBytes: it.GetSizeBytes(),
+			VGSizeBytes: it.GetVgSizeBytes(), VGFreeBytes: it.GetVgFreeBytes(),
 		}
 		if p := it.GetThinPool(); p != nil {
 			c.ThinPool = &ThinPoolCapacity{

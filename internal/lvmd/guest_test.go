@@ -119,6 +119,12 @@ func (g *guestEnv) checkCapacity(when string) {
 		g.t.Errorf("%s: cached capacity thick %d thin %d, lvm reality thick %d (VG free) thin %d (3 x %d - %d)",
 			when, caps[0].FreeBytes, caps[1].FreeBytes, vg.Free, wantThin, pool.Size, virtual)
 	}
+	for _, c := range caps[:2] {
+		if c.VGSizeBytes != vg.Size || c.VGFreeBytes != vg.Free {
+			g.t.Errorf("%s: class %s reports VG size %d free %d, lvm reality size %d free %d",
+				when, c.DeviceClass, c.VGSizeBytes, c.VGFreeBytes, vg.Size, vg.Free)
+		}
+	}
 }
 
 func TestGuestLVMDService(t *testing.T) {

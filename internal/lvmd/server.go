@@ -161,7 +161,7 @@ func capacitiesToProto(caps []Capacity) *lvmdpb.WatchResponse {
 	for _, c := range caps {
 		item := &lvmdpb.DeviceClassCapacity{
 			DeviceClass: c.DeviceClass, VolumeGroup: c.VolumeGroup, Ready: c.Ready, Default: c.Default,
-			FreeBytes: c.FreeBytes, SizeBytes: c.SizeBytes,
+			FreeBytes: c.FreeBytes, SizeBytes: c.SizeBytes, VgSizeBytes: c.VGSizeBytes, VgFreeBytes: c.VGFreeBytes,
 		}
 		if p := c.ThinPool; p != nil {
 			item.ThinPool = &lvmdpb.ThinPoolCapacity{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -89,6 +90,12 @@ func TestGRPCOverUnixSocket(t *testing.T) {
 	})
 	if werr != nil || len(seen) != 2 || seen[0][1].FreeBytes != 6*gib || seen[1][1].FreeBytes != 5*gib {
 		t.Errorf("Watch: %v, seen %+v", werr, seen)
+	}
+	// The whole capacity crosses the socket, the volume group's own numbers included.
+	local, err := e.svc.Capacities(ctx)
+	wantErr(t, err, nil)
+	if len(seen) == 2 && !reflect.DeepEqual(seen[1], local) {
+		t.Errorf("Watch over gRPC saw %+v, the service has %+v", seen[1], local)
 	}
 
 	cancel()

@@ -27,17 +27,18 @@ const (
 )
 
 // Metrics is a Prometheus collector of lvmd's capacities per device class, labelled node and
-// device_class, fed from lvmd's Watch stream (Start):
+// device_class, fed from lvmd's Watch stream (Start). The names, labels and values are TopoLVM's:
 //
-//   - topolvm_volumegroup_available_bytes: the bytes new volumes may take, the value of the node's
-//     capacity annotation (thin classes: overprovisioned pool capacity left);
-//   - topolvm_volumegroup_size_bytes: the VG size (thin classes: the pool size);
+//   - topolvm_volumegroup_size_bytes: the size of the class's volume group, thin classes too;
+//   - topolvm_volumegroup_available_bytes: the volume group's free bytes, less the spare for thick
+//     classes (what new volumes may take); for thin classes the volume group's free bytes outside
+//     the pool;
 //   - topolvm_thinpool_size_bytes, _data_percent, _metadata_percent: the thin pool as lvm2 reports it;
 //   - topolvm_thinpool_overprovisioned_available: overprovision ratio × pool size − the virtual sizes
-//     of the pool's volumes.
+//     of the pool's volumes, what new thin volumes may take (the node's capacity annotation).
 //
-// A scrape sees one whole update; classes that are removed disappear. The thin pool series exist
-// only for thin classes whose pool exists.
+// A scrape sees one whole update; classes that are removed, and classes that are not ready, have
+// no series.
 type Metrics struct {
 	node string
 	src  CapacityWatcher
@@ -61,12 +62,9 @@ func NewMetrics(node string, src CapacityWatcher) *Metrics {
 		src:  src,
 		vgAvailable: desc(
 			MetricVolumeGroupAvailableBytes,
-			"Bytes new volumes may take in the device class (the node's capacity annotation).",
+			"Free bytes of the device class's volume group (thick classes: less the spare).",
 		),
-		vgSize: desc(
-			MetricVolumeGroupSizeBytes,
-			"Size in bytes of the device class's volume group (thin classes: of the thin pool).",
-		),
+		vgSize: desc(MetricVolumeGroupSizeBytes, "Size in bytes of the device class's volume group."),
 		tpSize: desc(MetricThinPoolSizeBytes, "Size in bytes of the device class's thin pool."),
 		tpData: desc(MetricThinPoolDataPercent, "Data usage of the device class's thin pool in percent."),
 		tpMeta: desc(MetricThinPoolMetadataPercent, "Metadata usage of the device class's thin pool in percent."),
@@ -119,13 +117,19 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, class)
 	}
 	for _, c := range caps {
-		gauge(m.vgAvailable, float64(c.FreeBytes), c.DeviceClass)
-		gauge(m.vgSize, float64(c.SizeBytes), c.DeviceClass)
-		if tp := c.ThinPool; tp != nil {
-			gauge(m.tpSize, float64(tp.SizeBytes), c.DeviceClass)
-			gauge(m.tpData, tp.DataPercent, c.DeviceClass)
-			gauge(m.tpMeta, tp.MetadataPercent, c.DeviceClass)
-			gauge(m.tpAvailable, float64(c.FreeBytes), c.DeviceClass)
+		if !c.Ready {
+			continue
 		}
+		gauge(m.vgSize, float64(c.VGSizeBytes), c.DeviceClass)
+		tp := c.ThinPool
+		if tp == nil {
+			gauge(m.vgAvailable, float64(c.FreeBytes), c.DeviceClass)
+			continue
+		}
+		gauge(m.vgAvailable, float64(c.VGFreeBytes), c.DeviceClass)
+		gauge(m.tpSize, float64(tp.SizeBytes), c.DeviceClass)
+		gauge(m.tpData, tp.DataPercent, c.DeviceClass)
+		gauge(m.tpMeta, tp.MetadataPercent, c.DeviceClass)
+		gauge(m.tpAvailable, float64(c.FreeBytes), c.DeviceClass)
 	}
 }

@@ -25,38 +25,45 @@ const header = `
 # TYPE topolvm_thinpool_overprovisioned_available gauge
 # HELP topolvm_thinpool_size_bytes Size in bytes of the device class's thin pool.
 # TYPE topolvm_thinpool_size_bytes gauge
-# HELP topolvm_volumegroup_available_bytes Bytes new volumes may take in the device class (the node's capacity annotation).
+# HELP topolvm_volumegroup_available_bytes Free bytes of the device class's volume group (thick classes: less the spare).
 # TYPE topolvm_volumegroup_available_bytes gauge
-# HELP topolvm_volumegroup_size_bytes Size in bytes of the device class's volume group (thin classes: of the thin pool).
+# HELP topolvm_volumegroup_size_bytes Size in bytes of the device class's volume group.
 # TYPE topolvm_volumegroup_size_bytes gauge
 `
 
+// TestMetrics: the series carry TopoLVM's values. A thick class reports its volume group (free less
+// the spare as available); a thin class reports its volume group's own size and free bytes under
+// topolvm_volumegroup_* and the pool's numbers (overprovisioned capacity left) under
+// topolvm_thinpool_*; a class that is not ready has no series.
 func TestMetrics(t *testing.T) {
-	thick := lvmd.Capacity{DeviceClass: "ssd", Ready: true, FreeBytes: 100, SizeBytes: 1000}
+	thick := lvmd.Capacity{DeviceClass: "ssd", Ready: true, FreeBytes: 100, SizeBytes: 1000,
+		VGSizeBytes: 1000, VGFreeBytes: 110}
 	thin := lvmd.Capacity{DeviceClass: "thin", Ready: true, FreeBytes: 300, SizeBytes: 200,
+		VGSizeBytes: 250, VGFreeBytes: 40,
 		ThinPool: &lvmd.ThinPoolCapacity{Name: "pool", SizeBytes: 200, DataPercent: 12.5, MetadataPercent: 3.25,
 			VirtualBytes: 100, OverprovisionRatio: 2}}
+	missing := lvmd.Capacity{DeviceClass: "gone"}
 	tests := []struct {
 		name    string
 		updates [][]lvmd.Capacity
 		want    string
 	}{
 		{name: "nothing before the first update", want: ""},
-		{name: "thick and thin classes", updates: [][]lvmd.Capacity{{thick, thin}}, want: header + `
+		{name: "thick and thin classes", updates: [][]lvmd.Capacity{{thick, thin, missing}}, want: header + `
 topolvm_thinpool_data_percent{device_class="thin",node="node-a"} 12.5
 topolvm_thinpool_metadata_percent{device_class="thin",node="node-a"} 3.25
 topolvm_thinpool_overprovisioned_available{device_class="thin",node="node-a"} 300
 topolvm_thinpool_size_bytes{device_class="thin",node="node-a"} 200
 topolvm_volumegroup_available_bytes{device_class="ssd",node="node-a"} 100
-topolvm_volumegroup_available_bytes{device_class="thin",node="node-a"} 300
+topolvm_volumegroup_available_bytes{device_class="thin",node="node-a"} 40
 topolvm_volumegroup_size_bytes{device_class="ssd",node="node-a"} 1000
-topolvm_volumegroup_size_bytes{device_class="thin",node="node-a"} 200
+topolvm_volumegroup_size_bytes{device_class="thin",node="node-a"} 250
 `},
 		{name: "a removed class disappears", updates: [][]lvmd.Capacity{{thick, thin}, {thick}}, want: `
-# HELP topolvm_volumegroup_available_bytes Bytes new volumes may take in the device class (the node's capacity annotation).
+# HELP topolvm_volumegroup_available_bytes Free bytes of the device class's volume group (thick classes: less the spare).
 # TYPE topolvm_volumegroup_available_bytes gauge
 topolvm_volumegroup_available_bytes{device_class="ssd",node="node-a"} 100
-# HELP topolvm_volumegroup_size_bytes Size in bytes of the device class's volume group (thin classes: of the thin pool).
+# HELP topolvm_volumegroup_size_bytes Size in bytes of the device class's volume group.
 # TYPE topolvm_volumegroup_size_bytes gauge
 topolvm_volumegroup_size_bytes{device_class="ssd",node="node-a"} 1000
 `},
@@ -98,10 +105,14 @@ func TestMetricsFollowLVMD(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	eventually(t, "metrics of three classes", func() bool {
+	// Two of the three classes are ready; "missing" has no volume group and no series.
+	eventually(t, "metrics of the two ready classes", func() bool {
 		n, err := testutil.GatherAndCount(reg, MetricVolumeGroupAvailableBytes)
-		return err == nil && n == 3
+		return err == nil && n == 2
 	})
+	if got := testutil.ToFloat64(gaugeOf(t, reg, MetricVolumeGroupSizeBytes, "thin")); got != float64(10*gib) {
+		t.Errorf("%s of the thin class = %v, want the VG's 10 GiB", MetricVolumeGroupSizeBytes, got)
+	}
 	if _, err := svc.CreateLV(
 		t.Context(),
 		lvmd.CreateLVRequest{Name: "lv", DeviceClass: "thin", Size: gib},

@@ -910,8 +910,12 @@ type DeviceClassCapacity struct {
 	// overprovision ratio × pool size minus the thin LVs' virtual sizes (thin).
 	FreeBytes uint64 `protobuf:"varint,5,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
 	// VG size (thick) or thin pool size (thin).
-	SizeBytes     uint64            `protobuf:"varint,6,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	ThinPool      *ThinPoolCapacity `protobuf:"bytes,7,opt,name=thin_pool,json=thinPool,proto3" json:"thin_pool,omitempty"`
+	SizeBytes uint64            `protobuf:"varint,6,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	ThinPool  *ThinPoolCapacity `protobuf:"bytes,7,opt,name=thin_pool,json=thinPool,proto3" json:"thin_pool,omitempty"`
+	// The volume group's own size and free bytes (lvm2's vg_size and vg_free), for thin classes
+	// too; ready classes only.
+	VgSizeBytes   uint64 `protobuf:"varint,8,opt,name=vg_size_bytes,json=vgSizeBytes,proto3" json:"vg_size_bytes,omitempty"`
+	VgFreeBytes   uint64 `protobuf:"varint,9,opt,name=vg_free_bytes,json=vgFreeBytes,proto3" json:"vg_free_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -993,6 +997,20 @@ func (x *DeviceClassCapacity) GetThinPool() *ThinPoolCapacity {
 		return x.ThinPool
 	}
 	return nil
+}
+
+func (x *DeviceClassCapacity) GetVgSizeBytes() uint64 {
+	if x != nil {
+		return x.VgSizeBytes
+	}
+	return 0
+}
+
+func (x *DeviceClassCapacity) GetVgFreeBytes() uint64 {
+	if x != nil {
+		return x.VgFreeBytes
+	}
+	return 0
 }
 
 type ThinPoolCapacity struct {
@@ -1140,7 +1158,7 @@ const file_lvmd_proto_rawDesc = "" +
 	"free_bytes\x18\x01 \x01(\x04R\tfreeBytes\"\x0e\n" +
 	"\fWatchRequest\"H\n" +
 	"\rWatchResponse\x127\n" +
-	"\x05items\x18\x01 \x03(\v2!.lvms.lvmd.v1.DeviceClassCapacityR\x05items\"\x86\x02\n" +
+	"\x05items\x18\x01 \x03(\v2!.lvms.lvmd.v1.DeviceClassCapacityR\x05items\"\xce\x02\n" +
 	"\x13DeviceClassCapacity\x12!\n" +
 	"\fdevice_class\x18\x01 \x01(\tR\vdeviceClass\x12!\n" +
 	"\fvolume_group\x18\x02 \x01(\tR\vvolumeGroup\x12\x14\n" +
@@ -1150,7 +1168,9 @@ const file_lvmd_proto_rawDesc = "" +
 	"free_bytes\x18\x05 \x01(\x04R\tfreeBytes\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\x06 \x01(\x04R\tsizeBytes\x12;\n" +
-	"\tthin_pool\x18\a \x01(\v2\x1e.lvms.lvmd.v1.ThinPoolCapacityR\bthinPool\"\xe9\x01\n" +
+	"\tthin_pool\x18\a \x01(\v2\x1e.lvms.lvmd.v1.ThinPoolCapacityR\bthinPool\x12\"\n" +
+	"\rvg_size_bytes\x18\b \x01(\x04R\vvgSizeBytes\x12\"\n" +
+	"\rvg_free_bytes\x18\t \x01(\x04R\vvgFreeBytes\"\xe9\x01\n" +
 	"\x10ThinPoolCapacity\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
