@@ -52,22 +52,13 @@ func TestNoDataAcrossTenants(t *testing.T) {
 	}
 	thick := blockOffsets(thickTenantSize, thickStride)
 	thin := blockOffsets(thinTenantSize, chunk)
-	e.claim("first-thick", thickClass, strconv.Itoa(thickTenantSize), true, "")
-	e.claim("first-thin", tenantThin, strconv.Itoa(thinTenantSize), true, "")
-	first := newPod("first", strings.Join([]string{
-		"set -e",
-		"yes " + tenantMarker + " | head -c 4096 > /tmp/marker",
+	pod, out := e.tenant("first", node,
+		"yes "+tenantMarker+" | head -c 4096 > /tmp/marker",
 		writeBlocks("/tmp/marker", "/dev/xvda", thick),
 		writeBlocks("/tmp/marker", "/dev/xvdb", thin),
 		"sync",
 		countBlocks("first-thick", "/dev/xvda", thick),
-		countBlocks("first-thin", "/dev/xvdb", thin),
-	}, "; "))
-	useClaim(first, "first-thick", "", "/dev/xvda")
-	useClaim(first, "first-thin", "", "/dev/xvdb")
-	first.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
-	e.create(first)
-	pod, out := e.finished("first")
+		countBlocks("first-thin", "/dev/xvdb", thin))
 	for _, name := range []string{"first-thick", "first-thin"} {
 		if markerLines(t, out, name) == 0 {
 			t.Fatalf("the first tenant's volume %s does not hold the marker: %s", name, out)
@@ -90,20 +81,11 @@ func TestNoDataAcrossTenants(t *testing.T) {
 	e.waitGone(oldThick)
 	e.waitGone(oldThin)
 
-	e.claim("second-thick", thickClass, strconv.Itoa(thickTenantSize), true, "")
-	e.claim("second-thin", tenantThin, strconv.Itoa(thinTenantSize), true, "")
-	second := newPod("second", strings.Join([]string{
-		"set -e",
+	_, out = e.tenant("second", node,
 		chunkHeads("/dev/xvdb", thinTenantSize, chunk),
 		"sync",
 		countBlocks("second-thick", "/dev/xvda", thick),
-		countBlocks("second-thin", "/dev/xvdb", thin),
-	}, "; "))
-	useClaim(second, "second-thick", "", "/dev/xvda")
-	useClaim(second, "second-thin", "", "/dev/xvdb")
-	second.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
-	e.create(second)
-	_, out = e.finished("second")
+		countBlocks("second-thin", "/dev/xvdb", thin))
 	_, newThick := e.volumeOf("second-thick")
 	if after := e.extents(node, thickVG, newThick.Status.VolumeID); after != before {
 		t.Fatalf(
@@ -120,6 +102,21 @@ func TestNoDataAcrossTenants(t *testing.T) {
 	t.Logf("second tenant on %s (thick on %s; thin pool of %d MiB, chunk %d MiB: at least %d of its %d chunks "+
 		"were the first tenant's): %s", node, before, pool>>20, chunk>>20, (2*thinTenantSize-pool)/chunk,
 		thinTenantSize/chunk, out)
+}
+
+// tenant creates the Block claims <name>-thick (thick class) and <name>-thin (the tenant thin class)
+// and a pod on node that has them at /dev/xvda and /dev/xvdb and runs the steps; it returns the
+// pod once it succeeded, and its output.
+func (e *env) tenant(name, node string, steps ...string) (*corev1.Pod, string) {
+	e.t.Helper()
+	e.claim(name+"-thick", thickClass, strconv.Itoa(thickTenantSize), true, "")
+	e.claim(name+"-thin", tenantThin, strconv.Itoa(thinTenantSize), true, "")
+	pod := newPod(name, strings.Join(append([]string{"set -e"}, steps...), "; "))
+	useClaim(pod, name+"-thick", "", "/dev/xvda")
+	useClaim(pod, name+"-thin", "", "/dev/xvdb")
+	pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	e.create(pod)
+	return e.finished(name)
 }
 
 // blockOffsets are the offsets of the marker blocks: the middle of every stride of size bytes.
