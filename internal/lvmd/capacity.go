@@ -73,20 +73,20 @@ func classCapacity(dc *DeviceClass, s *lvm.State, p pending, id lvm.Identity) Ca
 	if !ok || !vg.Owned() || id.Foreign(vg.Tags) != "" {
 		return c
 	}
-	c.VGSizeBytes, c.VGFreeBytes = vg.Size, vg.Free
 	if !dc.IsThin() {
 		c.Ready = true
+		c.VGSizeBytes, c.VGFreeBytes = vg.Size, vg.Free
 		c.SizeBytes = vg.Size
 		c.FreeBytes = sub(sub(vg.Free, p.vg[vg.Name]), dc.SpareBytes())
 		return c
 	}
 	pool, ok := s.LV(vg.Name, dc.ThinPool.Name)
 	if !ok || !pool.Attr.IsThinPool() {
-		c.VGSizeBytes, c.VGFreeBytes = 0, 0
 		return c
 	}
 	virtual := thinVirtualBytes(s, vg.Name, pool.Name) + p.pool[vg.Name+"/"+pool.Name]
 	c.Ready = true
+	c.VGSizeBytes, c.VGFreeBytes = vg.Size, vg.Free
 	c.SizeBytes = pool.Size
 	c.FreeBytes = sub(overprovisioned(pool.Size, dc.ThinPool.OverprovisionRatio), virtual)
 	c.ThinPool = &ThinPoolCapacity{

@@ -44,7 +44,7 @@ const (
 	mountPath  = "/data"
 	timeout    = 4 * time.Minute
 	// readyTimeout bounds the wait for the LVMCluster: a single-CPU node builds its three volume
-	// groups one after the other, 20-40 s each.
+	// groups one after the other, 20-90 s each (about 4.5 min in all, measured).
 	readyTimeout = 6 * time.Minute
 	// workloadImage is the test pods' image (busybox), imported into every node.
 	workloadImage = "lvms.local/workload:dev"

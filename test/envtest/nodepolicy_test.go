@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
@@ -112,17 +111,7 @@ func installPolicy(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, u := range objs {
-		if err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner("node-policy-test"), client.ForceOwnership); err != nil {
-			t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-		t.Cleanup(func() {
-			if err := k8s.Delete(context.Background(), u); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("delete %s %s: %v", u.GetKind(), u.GetName(), err)
-			}
-		})
-	}
+	applyAsAdmin(ctx, t, objs, "node-policy-test")
 }
 
 // createAsAdmin creates obj and deletes it when the test ends.
@@ -142,19 +131,11 @@ func createAsAdmin(ctx context.Context, t *testing.T, obj client.Object) {
 // (none when node is empty).
 func nodeAgentOf(t *testing.T, node string) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(restConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + testNamespace + ":lvms-node",
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + testNamespace, "system:authenticated"},
-	}
+	var extra map[string][]string
 	if node != "" {
-		cfg.Impersonate.Extra = map[string][]string{nodeNameExtra: {node}}
+		extra = map[string][]string{nodeNameExtra: {node}}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: k8s.Scheme(), Mapper: k8s.RESTMapper()})
-	if err != nil {
-		t.Fatalf("impersonating client: %v", err)
-	}
-	return c
+	return newImpersonatorWithExtra(t, "lvms-node", extra).c
 }
 
 // annotate patches an annotation onto the object key (in namespace ns), as a dry run.

@@ -81,11 +81,19 @@ type impersonator struct {
 // testNamespace, with the groups the apiserver gives every service account.
 func newImpersonator(t *testing.T, name string) *impersonator {
 	t.Helper()
+	return newImpersonatorWithExtra(t, name, nil)
+}
+
+// newImpersonatorWithExtra is newImpersonator with user extras, such as those the apiserver derives
+// from a token bound to a pod and its node.
+func newImpersonatorWithExtra(t *testing.T, name string, extra map[string][]string) *impersonator {
+	t.Helper()
 	user := "system:serviceaccount:" + testNamespace + ":" + name
 	cfg := rest.CopyConfig(restConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{
 		UserName: user,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + testNamespace, "system:authenticated"},
+		Extra:    extra,
 	}
 	c, err := client.New(cfg, client.Options{Scheme: k8s.Scheme(), Mapper: k8s.RESTMapper()})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -236,14 +237,21 @@ func ensureNamespace(ctx context.Context, t *testing.T, name string) {
 }
 
 // installRBAC applies every object of the set as the admin and deletes them when the test ends, so
-// that the rest of the package runs without them. Applying (not creating) makes a rerun in the same
-// apiserver take the manifests as they are now.
+// that the rest of the package runs without them.
 func installRBAC(ctx context.Context, t *testing.T, set *rbacdoc.Set) {
 	t.Helper()
-	for _, o := range set.Objects {
+	applyAsAdmin(ctx, t, set.Objects, "rbac-privileges-test")
+}
+
+// applyAsAdmin applies objs (server-side, as fieldOwner) as the admin and deletes them when the test
+// ends. Applying (not creating) makes a rerun in the same apiserver take the manifests as they are
+// now.
+func applyAsAdmin(ctx context.Context, t *testing.T, objs []*unstructured.Unstructured, fieldOwner string) {
+	t.Helper()
+	for _, o := range objs {
 		u := o.DeepCopy()
 		err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner("rbac-privileges-test"), client.ForceOwnership)
+			client.FieldOwner(fieldOwner), client.ForceOwnership)
 		if err != nil {
 			t.Fatalf("apply %s %s/%s: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 		}
