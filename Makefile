@@ -29,6 +29,10 @@ demo: ## Bring up a local cluster on real lvm2 and walk a PVC through its life (
 build: ## Build bin/lvms.
 	go build -ldflags "$(LDFLAGS)" -o bin/lvms ./cmd/lvms
 
+.PHONY: kubectl-lvms
+kubectl-lvms: ## Build bin/kubectl-lvms, the kubectl plugin (kubectl lvms status|disks|volumes|why; docs/kubectl-lvms.md).
+	go build -ldflags "$(LDFLAGS)" -o bin/kubectl-lvms ./cmd/kubectl-lvms
+
 .PHONY: image
 image: ## Build the product image ghcr.io/lvm-operator/lvms as an OCI archive in _output/images, reproducibly, without Docker (docs/image.md).
 	go run ./cmd/lvms-dev image build --only lvms --version "$(VERSION)" --commit "$(GIT_COMMIT)"
@@ -96,7 +100,7 @@ lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./...
 
 .PHONY: test
-test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, verify. Installs what it needs.
+test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, alert tests, verify. Installs what it needs.
 	$(MAKE) tools
 	$(MAKE) test-unit
 	$(MAKE) fuzz
@@ -104,6 +108,7 @@ test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on r
 	$(MAKE) sanity
 	$(MAKE) e2e
 	$(MAKE) check-dist
+	$(MAKE) test-rules
 	$(MAKE) verify
 	@echo "make test: all passed"
 
@@ -130,17 +135,22 @@ e2e: ## End-to-end suite on a fresh 2-node dev cluster (lvms-dev up), torn down 
 	bash hack/uml-deps.sh
 	bash hack/e2e.sh
 
+.PHONY: test-rules
+test-rules: ## promtool check + unit tests of every alert (test/prometheus) on dist/prometheus-rules.yaml (promtool built into the cache).
+	bash hack/test-rules.sh
+
 .PHONY: bench
 bench: ## Benchmarks (performance is measured here, never in timed unit tests).
 	go test -run '^$$' -bench . -benchmem ./...
 
 .PHONY: tools
-tools: ## Install and build every tool the tests use (apt packages, kube binaries, CSI tools, linter); cached.
+tools: ## Install and build every tool the tests use (apt packages, kube binaries, CSI tools, linter, helm, promtool); cached.
 	bash hack/uml-deps.sh
 	bash hack/kube-assets.sh >/dev/null
 	bash hack/csi-tools.sh >/dev/null
 	bash hack/golangci-lint.sh >/dev/null
 	bash hack/helm.sh >/dev/null
+	bash hack/promtool.sh >/dev/null
 
 .PHONY: kube-assets
 kube-assets: ## Build the pinned kube-apiserver, etcd, kubectl, kube-scheduler, kube-controller-manager.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make check-dist: lints and renders the generated Helm chart with the real Helm CLI (built into
 # the cache by hack/helm.sh): `helm lint --strict`, then `helm template` with the default values
-# and with another namespace and an image digest, checking that both settings reach the objects.
+# and with another namespace and an image digest, checking that both settings reach the objects,
+# and with monitoring.enabled (ServiceMonitor, PrometheusRule).
 # The OLM bundle is validated by go test ./internal/dev/dist (operator-framework/api validators).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,6 +28,14 @@ if grep -q "lvms-system" "${out}/custom.yaml"; then
 	grep -n "lvms-system" "${out}/custom.yaml" >&2
 	fail=1
 fi
+# Monitoring is off by default; on, the alerts reach Prometheus with their own {{ $labels... }} intact.
+"${helm}" template lvms "${chart}" --kube-version 1.37.0 --namespace lvms-system --set monitoring.enabled=true >"${out}/monitoring.yaml"
+if grep -q "^kind: PrometheusRule" "${out}/default.yaml"; then
+	echo "check-dist: FAIL: the chart renders a PrometheusRule with monitoring.enabled=false" >&2
+	fail=1
+fi
+grep -q "^kind: ServiceMonitor" "${out}/monitoring.yaml" && grep -q '{{ $labels.node }}' "${out}/monitoring.yaml" ||
+	{ echo "check-dist: FAIL: monitoring.enabled=true does not render the ServiceMonitor and the alerts' templates" >&2; fail=1; }
 crds="$(grep -c '^kind: CustomResourceDefinition' "${out}/default.yaml" || true)"
 [[ "${crds}" == 4 ]] || { echo "check-dist: FAIL: helm template --include-crds gave ${crds} CRDs, want 4" >&2; fail=1; }
 [[ ${fail} -eq 0 ]] || exit 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make verify: regenerates code and manifests and fails if anything they produce differs from the
-# tree, then checks the package import graph (docs/import-graph.md), gofmt, go vet, go mod tidy
-# and golangci-lint.
+# tree, then checks the package import graph (docs/import-graph.md), the metric names of the alerts
+# and the dashboard (internal/dev/monitoring), gofmt, go vet, go mod tidy and golangci-lint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,8 +35,8 @@ if ! "${kubectl}" kustomize config/default >/dev/null; then
 	fail=1
 fi
 
-echo "verify: the product binary holds no development harness" >&2
-if harness="$(go list -deps ./cmd/lvms | grep -E 'internal/dev(/|$)|devcluster|internal/testing|/test/')"; then
+echo "verify: the product binary holds no development harness and no kubectl plugin" >&2
+if harness="$(go list -deps ./cmd/lvms | grep -E 'internal/dev(/|$)|devcluster|internal/testing|/test/|internal/kubectlplugin|k8s.io/cli-runtime')"; then
 	echo "verify: FAIL: ./cmd/lvms depends on development or test packages:" >&2
 	echo "${harness}" >&2
 	fail=1
@@ -48,6 +48,9 @@ if ! diff -u docs/import-graph.md <(bash hack/import-graph.sh) >"${snapshot}/gra
 	head -40 "${snapshot}/graph.diff" >&2
 	fail=1
 fi
+
+echo "verify: the alerts and the dashboard use only exported metric names" >&2
+go test -count=1 ./internal/dev/monitoring/ >&2 || fail=1
 
 echo "verify: gofmt" >&2
 unformatted="$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l)"

@@ -108,6 +108,7 @@ type NodeStatus struct {
 // +kubebuilder:resource:shortName=lvmc
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Volume Groups",type=string,JSONPath=`.status.conditions[?(@.type=="VolumeGroupsReady")].message`
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec) || !has(oldSelf.spec.storage) || !has(oldSelf.spec.storage.deviceClasses) || size(oldSelf.spec.storage.deviceClasses) == 0 || (has(self.spec) && has(self.spec.storage) && has(self.spec.storage.deviceClasses) && size(self.spec.storage.deviceClasses) > 0)",message="spec.storage.deviceClasses cannot become empty: keep at least one device class, or delete the LVMCluster to remove all storage",fieldPath=".spec.storage"
 
 // LVMCluster is the LVM storage of the cluster: the device classes (volume groups and thin pools) to

@@ -32,9 +32,11 @@ type LVMVolumeGroupSpec struct {
 	DeviceDiscoveryPolicy DeviceDiscoveryPolicy `json:"deviceDiscoveryPolicy,omitempty"`
 }
 
-// LVMVolumeGroupStatus is reserved; per-node state lives in LVMVolumeGroupNodeStatus.
+// LVMVolumeGroupStatus is the state of the volume group across the nodes it selects; the operator
+// writes it from the nodes' LVMVolumeGroupNodeStatuses, which hold the detail.
 type LVMVolumeGroupStatus struct {
-	// Conditions of the volume group across nodes.
+	// Conditions of the volume group across nodes: VolumeGroupsReady is True when every selected node
+	// reports it Ready, and otherwise says which nodes do not and why.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -48,6 +50,10 @@ const CleanupFinalizerPrefix = "cleanup.vgmanager.node.topolvm.io/"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=lvmvg
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="VolumeGroupsReady")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="VolumeGroupsReady")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="VolumeGroupsReady")].message`
 
 // LVMVolumeGroup is one device class of an LVMCluster, projected for the node agents. The operator
 // owns it; each node agent builds the volume group it describes and keeps a per-node finalizer on it

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -37,6 +38,41 @@ type VGStatus struct {
 	// Excluded are the disks of the node that were not used, each with the reasons why.
 	// +optional
 	Excluded []ExcludedDevice `json:"excluded,omitempty"`
+
+	// Capacity is the volume group's size and use when the node agent last looked (at most a minute
+	// ago). An lvms addition; upstream LVMS does not report it.
+	// +optional
+	Capacity *VGCapacity `json:"capacity,omitempty"`
+}
+
+// VGCapacity is the size and use of a volume group and its thin pool.
+type VGCapacity struct {
+	// Size of the volume group.
+	Size resource.Quantity `json:"size"`
+
+	// Free is the volume group's space that no logical volume (thin pool included) uses.
+	Free resource.Quantity `json:"free"`
+
+	// ThinPool is the thin pool of a thin device class.
+	// +optional
+	ThinPool *ThinPoolCapacity `json:"thinPool,omitempty"`
+}
+
+// ThinPoolCapacity is the size and fill level of a thin pool.
+type ThinPoolCapacity struct {
+	// Name of the thin pool.
+	Name string `json:"name"`
+
+	// Size of the pool's data.
+	Size resource.Quantity `json:"size"`
+
+	// DataPercent is how full the pool's data is, in percent with one decimal, e.g. "42.5".
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,3}(\.[0-9])?$`
+	DataPercent string `json:"dataPercent"`
+
+	// MetadataPercent is how full the pool's metadata is, as DataPercent.
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,3}(\.[0-9])?$`
+	MetadataPercent string `json:"metadataPercent"`
 }
 
 // ExcludedDevice is a disk that the node agent did not use, and why.
@@ -57,12 +93,30 @@ type LVMVolumeGroupNodeStatusSpec struct {
 	LiveNodeStatus []VGStatus `json:"nodeStatus,omitempty"`
 }
 
-// LVMVolumeGroupNodeStatusStatus is reserved.
-type LVMVolumeGroupNodeStatusStatus struct{}
+// LVMVolumeGroupNodeStatusStatus summarises the node's volume groups for `kubectl get` (printer
+// columns show one value, not a list). The operator writes it from spec.nodeStatus.
+type LVMVolumeGroupNodeStatusStatus struct {
+	// State is the worst state of the node's volume groups: Failed, Degraded, Progressing, or Ready
+	// when all are.
+	// +optional
+	State VGStatusType `json:"state,omitempty"`
+
+	// Ready counts the volume groups that are Ready, as "ready/total".
+	// +optional
+	Ready string `json:"ready,omitempty"`
+
+	// Message names each volume group that is not Ready, with its state and reason.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=lvmvgns
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
 
 // LVMVolumeGroupNodeStatus is what the node agent of one node reports about its volume groups. Its
 // name is the node's name.

@@ -16,11 +16,14 @@ func newDistCommand() *cobra.Command {
 	o := dist.Options{}
 	cmd := &cobra.Command{
 		Use:   "dist",
-		Short: "Render dist/install.yaml, charts/lvms and bundle/ from the kustomize tree under config/",
+		Short: "Render dist/install.yaml, dist/monitoring.yaml, charts/lvms and bundle/ from the kustomize tree under config/",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.ConfigDir == "" {
 				o.ConfigDir = filepath.Join(root, "config", "default")
+			}
+			if o.MonitoringDir == "" {
+				o.MonitoringDir = filepath.Join(root, "config", "prometheus")
 			}
 			if o.SampleFile == "" {
 				o.SampleFile = filepath.Join(root, "config", "samples", "lvm_v1alpha1_lvmcluster.yaml")
@@ -47,6 +50,8 @@ func newDistCommand() *cobra.Command {
 	fl.StringVar(&root, "root", ".", "repository root")
 	fl.StringVar(&o.ConfigDir, "config", "", "kustomize directory of the install (default <root>/config/default)")
 	fl.StringVar(&o.SampleFile, "sample", "", "LVMCluster sample for the bundle's alm-examples")
+	fl.StringVar(&o.MonitoringDir, "monitoring", "",
+		"kustomize directory of the Prometheus Operator objects (default <root>/config/prometheus)")
 	fl.StringVar(&o.Version, "version", "0.1.0", "release version of the chart and the bundle")
 	return cmd
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
@@ -217,7 +218,16 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 			return err
 		}
 	}
-	cluster, err := clusterID(cmd.Context(), mgr.GetAPIReader())
+	if err := setupOperator(cmd.Context(), mgr, f); err != nil {
+		return err
+	}
+	return mgr.Start(cmd.Context())
+}
+
+// setupOperator adds the operator's controllers, metrics, CSI controller service, webhooks and
+// probes to mgr.
+func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error {
+	cluster, err := clusterID(ctx, mgr.GetAPIReader())
 	if err != nil {
 		return err
 	}
@@ -232,11 +242,14 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)
 	}
+	if err := ctrlmetrics.Registry.Register(lvmcluster.NewCollector(mgr.GetClient(), f.namespace)); err != nil {
+		return fmt.Errorf("register LVMCluster metrics: %w", err)
+	}
 	if err := noderemoval.New(mgr.GetClient(), f.namespace, f.releaseVolumes).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node-removal controller: %w", err)
 	}
 	if f.csiSocket != "" {
-		if err := csicontroller.AddToManager(cmd.Context(), mgr, f.csiSocket); err != nil {
+		if err := csicontroller.AddToManager(ctx, mgr, f.csiSocket); err != nil {
 			return err
 		}
 	}
@@ -252,7 +265,7 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	if err := mgr.AddReadyzCheck("readyz", webhookReady(mgr, certsReady)); err != nil {
 		return fmt.Errorf("add ready check: %w", err)
 	}
-	return mgr.Start(cmd.Context())
+	return nil
 }
 
 // The self-signed certificate mode keeps its certificate in a Secret of the operator namespace and

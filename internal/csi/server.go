@@ -29,14 +29,15 @@ type Server struct {
 }
 
 // NewServer returns a Server for endpoint ("unix:///path", "unix:/path" or "/path") whose calls are
-// logged to log. opts are passed to grpc.NewServer after the logging interceptors.
+// counted and timed (UnaryMetrics) and logged to log. opts are passed to grpc.NewServer after those
+// interceptors.
 func NewServer(endpoint string, log logr.Logger, opts ...grpc.ServerOption) (*Server, error) {
 	path, err := ParseEndpoint(endpoint)
 	if err != nil {
 		return nil, err
 	}
 	opts = append([]grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(UnaryLogger(log)),
+		grpc.ChainUnaryInterceptor(UnaryMetrics(), UnaryLogger(log)),
 		grpc.ChainStreamInterceptor(StreamLogger(log)),
 	}, opts...)
 	return &Server{GRPC: grpc.NewServer(opts...), Path: path, GracePeriod: DefaultGracePeriod}, nil

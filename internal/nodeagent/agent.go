@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -74,6 +75,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 	if o.NodeName == "" || o.Executor == nil || o.CSIEndpoint == "" {
 		return nil, errors.New("node agent: NodeName, Executor and CSIEndpoint are required")
 	}
+	o.Executor = hostMetrics.Instrument(o.Executor)
 	classes, err := lvmd.NewDeviceClassManager(o.StaticConfig)
 	if err != nil {
 		return nil, fmt.Errorf("device classes: %w", err)
@@ -176,7 +178,23 @@ func setupCSI(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
 	return nil
 }
 
+// hostMetrics records the commands of every node agent of the process (one in production; tests
+// set up several); registerOnce registers it.
+var (
+	hostMetrics  = exec.NewMetrics()
+	registerOnce sync.Once
+)
+
 func setupReporting(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
+	var regErr error
+	registerOnce.Do(func() {
+		for _, c := range hostMetrics.Collectors() {
+			regErr = errors.Join(regErr, metrics.Registry.Register(c))
+		}
+	})
+	if regErr != nil {
+		return fmt.Errorf("register host command metrics: %w", regErr)
+	}
 	ann, err := NewCapacityAnnotator(CapacityAnnotatorOptions{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), NodeName: o.NodeName, Capacities: svc,
 	})

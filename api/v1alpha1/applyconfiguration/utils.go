@@ -52,6 +52,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.LVMVolumeGroupNodeStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LVMVolumeGroupNodeStatusSpec"):
 		return &apiv1alpha1.LVMVolumeGroupNodeStatusSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LVMVolumeGroupNodeStatusStatus"):
+		return &apiv1alpha1.LVMVolumeGroupNodeStatusStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LVMVolumeGroupSpec"):
 		return &apiv1alpha1.LVMVolumeGroupSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LVMVolumeGroupStatus"):
@@ -64,8 +66,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.StorageApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageClassOptions"):
 		return &apiv1alpha1.StorageClassOptionsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ThinPoolCapacity"):
+		return &apiv1alpha1.ThinPoolCapacityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ThinPoolConfig"):
 		return &apiv1alpha1.ThinPoolConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("VGCapacity"):
+		return &apiv1alpha1.VGCapacityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VGStatus"):
 		return &apiv1alpha1.VGStatusApplyConfiguration{}
 

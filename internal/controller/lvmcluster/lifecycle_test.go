@@ -223,6 +223,7 @@ func testStatus(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 			t.Fatalf("report: %v", err)
 		}
 		expectState(t, c, s.want, s.msg)
+		expectColumns(t, s.node, s.status, s.reason, s.want, s.msg)
 	}
 	// A cordoned node no longer counts.
 	var b corev1.Node

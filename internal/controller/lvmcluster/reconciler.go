@@ -64,6 +64,7 @@ type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
 // +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmclusters/status;lvmclusters/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroups,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroupnodestatuses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroups/status;lvmvolumegroupnodestatuses/status,verbs=get;patch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csidrivers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotclasses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=security.openshift.io,resources=securitycontextconstraints,verbs=get;list;watch;create
@@ -182,7 +183,10 @@ func observeVolumeGroups(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st.DeviceClassStatuses = agg.deviceClasses
 	st.State = agg.state
 	s.setCondition(agg.condition)
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, errors.Join(
+		applyVolumeGroupConditions(ctx, s, agg.deviceClasses),
+		applyNodeSummaries(ctx, s, reports.Items),
+	)
 }
 
 func (s *scope) setCondition(c metav1.Condition) {

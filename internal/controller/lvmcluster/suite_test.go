@@ -38,6 +38,9 @@ const (
 
 var k8s client.Client
 
+// restCfg reaches the API server for requests the controller-runtime client does not make (tables).
+var restCfg *rest.Config
+
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
@@ -66,6 +69,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	cfg.QPS, cfg.Burst = 500, 1000 // the tests poll the API; keep client-side throttling out of the way
+	restCfg = cfg
 	defer func() { _ = env.Stop() }()
 
 	scheme := runtime.NewScheme()

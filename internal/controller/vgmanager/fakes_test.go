@@ -48,6 +48,8 @@ type flv struct {
 	chunk         uint64
 	zero          bool     // thin pools: new chunks are zeroed
 	on            []string // PVs holding its extents
+	// dataPct and metaPct are a thin pool's fill levels.
+	dataPct, metaPct float64
 }
 
 func newFakeLVM() *fakeLVM { return &fakeLVM{sizes: map[string]uint64{}} }
@@ -155,7 +157,8 @@ func (f *fakeLVM) State(_ context.Context, only ...string) (*lvm.State, error) {
 			continue
 		}
 		s.LVs = append(s.LVs, lvm.LV{Name: lv.name, VGName: lv.vg, Size: lv.extents * extent, MetadataSize: lv.metadata,
-			Segments: []lvm.Segment{{Type: lv.seg, ChunkSize: lv.chunk}}, Attr: lvm.LVAttr{Zero: lv.zero}})
+			Segments: []lvm.Segment{{Type: lv.seg, ChunkSize: lv.chunk}}, Attr: lvm.LVAttr{Zero: lv.zero},
+			DataPercent: lv.dataPct, MetadataPercent: lv.metaPct})
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package vgmanager_test
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -504,5 +505,73 @@ func TestTeardown(t *testing.T) {
 				t.Errorf("changes %q, want %q", got, tt.wantChanges)
 			}
 		})
+	}
+}
+
+// TestThinPoolFullIsDegraded: a thin pool filled to vgmanager.PoolFullPercent of its data or its
+// metadata makes the volume group Degraded with a reason naming the pool and the level, and it is
+// Ready again once the pool drains; a thick class has no pool to report.
+func TestThinPoolFullIsDegraded(t *testing.T) {
+	n := newNode([]string{"/dev/sdb"}, nil)
+	in := vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyStatic)}
+	if out := n.reconcile(t, in); out.Status.Status != lvmv1alpha1.VGStatusReady {
+		t.Fatalf("new pool: %+v", out.Status)
+	}
+	pool := n.lvm.lv("vg1", "tp")
+	for _, tc := range []struct {
+		name       string
+		data, meta float64
+		want       lvmv1alpha1.VGStatusType
+		reason     []string
+	}{
+		{name: "just below", data: 84.9, meta: 84.9, want: lvmv1alpha1.VGStatusReady},
+		{name: "data at the threshold", data: 85, meta: 10, want: lvmv1alpha1.VGStatusDegraded,
+			reason: []string{"thin pool tp is 85.0% full of data (Degraded from 85%)"}},
+		{name: "metadata", data: 3, meta: 97.25, want: lvmv1alpha1.VGStatusDegraded,
+			reason: []string{"thin pool tp is 97.2% full of metadata"}},
+		{name: "both", data: 99, meta: 90, want: lvmv1alpha1.VGStatusDegraded,
+			reason: []string{"99.0% full of data", "90.0% full of metadata"}},
+		{name: "drained", data: 40, meta: 20, want: lvmv1alpha1.VGStatusReady},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool.dataPct, pool.metaPct = tc.data, tc.meta
+			n.lvm.changes = nil
+			out := n.reconcile(t, in)
+			if out.Status.Status != tc.want || len(n.modifications()) != 0 {
+				t.Fatalf("status %+v, changes %q; want %s and no change", out.Status, n.modifications(), tc.want)
+			}
+			if tc.reason == nil && out.Status.Reason != "" {
+				t.Errorf("reason %q, want none", out.Status.Reason)
+			}
+			for _, r := range tc.reason {
+				if !strings.Contains(out.Status.Reason, r) {
+					t.Errorf("reason %q does not say %q", out.Status.Reason, r)
+				}
+			}
+			c := out.Status.Capacity
+			if c == nil || c.ThinPool == nil || c.ThinPool.Name != "tp" || c.Size.Value() == 0 ||
+				c.ThinPool.DataPercent != strconv.FormatFloat(tc.data, 'f', 1, 64) ||
+				c.ThinPool.MetadataPercent != strconv.FormatFloat(tc.meta, 'f', 1, 64) {
+				t.Errorf(
+					"capacity %+v (pool %+v), want the pool's fill levels %.1f and %.1f",
+					c,
+					c.ThinPool,
+					tc.data,
+					tc.meta,
+				)
+			}
+		})
+	}
+
+	thick := newNode([]string{"/dev/sdb"}, nil)
+	tin := vgmanager.Input{Name: "vg2", Spec: lvmv1alpha1.LVMVolumeGroupSpec{}}
+	thick.reconcile(t, tin)
+	if err := thick.lvm.addLV("vg2", "full", "linear", thick.lvm.free("vg2")); err != nil {
+		t.Fatal(err)
+	}
+	if out := thick.reconcile(t, tin); out.Status.Status != lvmv1alpha1.VGStatusReady || out.Status.Capacity == nil ||
+		out.Status.Capacity.Free.Value() != 0 || out.Status.Capacity.ThinPool != nil {
+		t.Errorf("a thick VG with no free extents: %+v, want Ready (a full VG refuses new volumes, it loses no data)",
+			out.Status)
 	}
 }

@@ -346,6 +346,7 @@ func (p *plan) status(st lvmv1alpha1.VGStatusType, reason string) lvmv1alpha1.VG
 	}
 	slices.Sort(out.Devices)
 	out.Excluded = p.excluded()
+	out.Capacity = capacity(p.state, *p.vg, p.in.Spec.ThinPoolConfig)
 	return out
 }
 
@@ -375,8 +376,12 @@ func (p *plan) excluded() []lvmv1alpha1.ExcludedDevice {
 
 // observed is the status when nothing needs to change.
 func (p *plan) observed() lvmv1alpha1.VGStatus {
-	if len(p.problems) > 0 {
-		return p.status(lvmv1alpha1.VGStatusDegraded, strings.Join(p.problems, "; "))
+	problems := p.problems
+	if p.vg != nil {
+		problems = append(slices.Clone(problems), poolFullness(p.state, p.in.Name, p.in.Spec.ThinPoolConfig)...)
+	}
+	if len(problems) > 0 {
+		return p.status(lvmv1alpha1.VGStatusDegraded, strings.Join(problems, "; "))
 	}
 	return p.status(lvmv1alpha1.VGStatusReady, "")
 }

@@ -251,11 +251,10 @@ func (r *Reconciler) reconcileVG(ctx context.Context, s *scope) (ctrl.Result, er
 		r.recorder.Eventf(s.vg, nil, corev1.EventTypeWarning, EventFailed, "Reconcile", "node %s: %v", r.nodeName, err)
 		return ctrl.Result{}, err
 	}
-	if out.CanGrow {
-		// Disks appear on a node without any Kubernetes event: look again while the VG can grow.
-		return ctrl.Result{RequeueAfter: r.interval}, nil
-	}
-	return ctrl.Result{}, nil
+	// Disks appear on a node, and volumes fill a volume group and its thin pool, without any
+	// Kubernetes event: look again, for disks to add and for the capacity and fill level the status
+	// reports (a thin pool past PoolFullPercent makes it Degraded).
+	return ctrl.Result{RequeueAfter: r.interval}, nil
 }
 
 // markWiped records this node's one-time wipe on the LVMVolumeGroup, right after wiping.

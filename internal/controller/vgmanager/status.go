@@ -33,6 +33,14 @@ func (r *Reconciler) applyStatus(ctx context.Context, vg string, st lvmv1alpha1.
 	for _, e := range st.Excluded {
 		entry.WithExcluded(lvmv1alpha1ac.ExcludedDevice().WithName(e.Name).WithReasons(e.Reasons...))
 	}
+	if c := st.Capacity; c != nil {
+		ac := lvmv1alpha1ac.VGCapacity().WithSize(c.Size).WithFree(c.Free)
+		if tp := c.ThinPool; tp != nil {
+			ac.WithThinPool(lvmv1alpha1ac.ThinPoolCapacity().WithName(tp.Name).WithSize(tp.Size).
+				WithDataPercent(tp.DataPercent).WithMetadataPercent(tp.MetadataPercent))
+		}
+		entry.WithCapacity(ac)
+	}
 	ac := lvmv1alpha1ac.LVMVolumeGroupNodeStatus(r.nodeName, r.namespace).
 		WithSpec(lvmv1alpha1ac.LVMVolumeGroupNodeStatusSpec().WithLiveNodeStatus(entry))
 	if err := r.client.Apply(ctx, ac, client.FieldOwner(FieldOwner(vg)), client.ForceOwnership); err != nil {

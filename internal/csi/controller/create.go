@@ -36,7 +36,9 @@ func (s *Server) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	}
 	defer s.locks.Release(name)
 
+	start := s.clock.Now()
 	want, err := s.desiredVolume(ctx, req)
+	lvmcsi.PhaseDuration.WithLabelValues("plan").Observe(s.clock.Since(start).Seconds())
 	if err != nil {
 		return nil, rpcError(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 )
 
 // notifier wakes the calls waiting on a LogicalVolume name. Waiters of one name share a channel that
@@ -90,6 +91,7 @@ func (s *Server) waitFor(ctx context.Context, name, what string, cond condition)
 		done, err := cond(lv)
 		if done || err != nil {
 			cancel()
+			lvmcsi.PhaseDuration.WithLabelValues("wait-" + what).Observe(s.clock.Since(start).Seconds())
 			if err == nil {
 				ctrl.LoggerFrom(ctx).V(1).Info("LogicalVolume reached state", "logicalVolume", name,
 					"state", what, "waited", s.clock.Since(start))

@@ -32,7 +32,11 @@ func Files(o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("OLM bundle: %w", err)
 	}
-	for _, m := range []map[string][]byte{chart, bundle} {
+	monitoring, err := monitoringFiles(o, inst.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("monitoring: %w", err)
+	}
+	for _, m := range []map[string][]byte{chart, bundle, monitoring} {
 		for k, v := range m {
 			files[k] = v
 		}

@@ -150,6 +150,8 @@ func chartValues(deploy *unstructured.Unstructured) (string, error) {
 		ref.digest,
 		ref.tag,
 	)
+	b.WriteString("# The ServiceMonitor and PrometheusRule of config/prometheus; they need the Prometheus Operator.\n" +
+		"monitoring:\n  enabled: false\n")
 	b.WriteString("# The standard kubernetes-csi sidecars beside the operator.\nsidecars:\n")
 	for _, name := range sortedKeys(sidecarValues) {
 		img, ok := images[name]

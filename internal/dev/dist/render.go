@@ -22,6 +22,9 @@ type Options struct {
 	ConfigDir string
 	// SampleFile is the LVMCluster sample shown in the bundle's alm-examples.
 	SampleFile string
+	// MonitoringDir is the kustomize directory of the Prometheus Operator objects (config/prometheus);
+	// empty renders none.
+	MonitoringDir string
 	// Version is the release version of the chart and the bundle (semver, no leading v).
 	Version string
 }

@@ -232,16 +232,16 @@ var schemaYAML = typed.YAMLObject(`types:
           - name
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.LVMVolumeGroupNodeStatusStatus
   map:
-    elementType:
-      scalar: untyped
-      list:
-        elementType:
-          namedType: __untyped_atomic_
-        elementRelationship: atomic
-      map:
-        elementType:
-          namedType: __untyped_deduced_
-        elementRelationship: separable
+    fields:
+    - name: message
+      type:
+        scalar: string
+    - name: ready
+      type:
+        scalar: string
+    - name: state
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGStatusType
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.LVMVolumeGroupSpec
   map:
     fields:
@@ -279,6 +279,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.NodeStatus
   map:
     fields:
+    - name: capacity
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGCapacity
     - name: devices
       type:
         list:
@@ -353,6 +356,21 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.k8s.api.storage.v1.VolumeBindingMode
       default: WaitForFirstConsumer
+- name: com.github.lvm-operator.lvm-operator.api.v1alpha1.ThinPoolCapacity
+  map:
+    fields:
+    - name: dataPercent
+      type:
+        scalar: string
+    - name: metadataPercent
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+    - name: size
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.ThinPoolConfig
   map:
     fields:
@@ -380,9 +398,24 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 90
+- name: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGCapacity
+  map:
+    fields:
+    - name: free
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: size
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: thinPool
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.ThinPoolCapacity
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGStatus
   map:
     fields:
+    - name: capacity
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGCapacity
     - name: devices
       type:
         list:

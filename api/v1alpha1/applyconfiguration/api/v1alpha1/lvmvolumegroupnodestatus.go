@@ -35,8 +35,8 @@ import (
 type LVMVolumeGroupNodeStatusApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *LVMVolumeGroupNodeStatusSpecApplyConfiguration `json:"spec,omitempty"`
-	Status                           *apiv1alpha1.LVMVolumeGroupNodeStatusStatus     `json:"status,omitempty"`
+	Spec                             *LVMVolumeGroupNodeStatusSpecApplyConfiguration   `json:"spec,omitempty"`
+	Status                           *LVMVolumeGroupNodeStatusStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // LVMVolumeGroupNodeStatus constructs a declarative configuration of the LVMVolumeGroupNodeStatus type for use with
@@ -262,8 +262,8 @@ func (b *LVMVolumeGroupNodeStatusApplyConfiguration) WithSpec(value *LVMVolumeGr
 // WithStatus sets the Status field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Status field is set to the value of the last call.
-func (b *LVMVolumeGroupNodeStatusApplyConfiguration) WithStatus(value apiv1alpha1.LVMVolumeGroupNodeStatusStatus) *LVMVolumeGroupNodeStatusApplyConfiguration {
-	b.Status = &value
+func (b *LVMVolumeGroupNodeStatusApplyConfiguration) WithStatus(value *LVMVolumeGroupNodeStatusStatusApplyConfiguration) *LVMVolumeGroupNodeStatusApplyConfiguration {
+	b.Status = value
 	return b
 }
 

@@ -25,9 +25,11 @@ import (
 // LVMVolumeGroupStatusApplyConfiguration represents a declarative configuration of the LVMVolumeGroupStatus type for use
 // with apply.
 //
-// LVMVolumeGroupStatus is reserved; per-node state lives in LVMVolumeGroupNodeStatus.
+// LVMVolumeGroupStatus is the state of the volume group across the nodes it selects; the operator
+// writes it from the nodes' LVMVolumeGroupNodeStatuses, which hold the detail.
 type LVMVolumeGroupStatusApplyConfiguration struct {
-	// Conditions of the volume group across nodes.
+	// Conditions of the volume group across nodes: VolumeGroupsReady is True when every selected node
+	// reports it Ready, and otherwise says which nodes do not and why.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 

@@ -85,6 +85,14 @@ func (b *NodeStatusApplyConfiguration) WithExcluded(values ...*ExcludedDeviceApp
 	return b
 }
 
+// WithCapacity sets the Capacity field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Capacity field is set to the value of the last call.
+func (b *NodeStatusApplyConfiguration) WithCapacity(value *VGCapacityApplyConfiguration) *NodeStatusApplyConfiguration {
+	b.VGStatusApplyConfiguration.Capacity = value
+	return b
+}
+
 // WithNode sets the Node field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Node field is set to the value of the last call.

@@ -37,6 +37,9 @@ type VGStatusApplyConfiguration struct {
 	Devices []string `json:"devices,omitempty"`
 	// Excluded are the disks of the node that were not used, each with the reasons why.
 	Excluded []ExcludedDeviceApplyConfiguration `json:"excluded,omitempty"`
+	// Capacity is the volume group's size and use when the node agent last looked (at most a minute
+	// ago). An lvms addition; upstream LVMS does not report it.
+	Capacity *VGCapacityApplyConfiguration `json:"capacity,omitempty"`
 }
 
 // VGStatusApplyConfiguration constructs a declarative configuration of the VGStatus type for use with
@@ -89,5 +92,13 @@ func (b *VGStatusApplyConfiguration) WithExcluded(values ...*ExcludedDeviceApply
 		}
 		b.Excluded = append(b.Excluded, *values[i])
 	}
+	return b
+}
+
+// WithCapacity sets the Capacity field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Capacity field is set to the value of the last call.
+func (b *VGStatusApplyConfiguration) WithCapacity(value *VGCapacityApplyConfiguration) *VGStatusApplyConfiguration {
+	b.Capacity = value
 	return b
 }

@@ -1,0 +1,231 @@
+package kubectlplugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/version"
+)
+
+// DefaultOperatorNamespace is where the LVMCluster, LVMVolumeGroups and LVMVolumeGroupNodeStatuses live
+// unless --operator-namespace says otherwise.
+const DefaultOperatorNamespace = "lvms-system"
+
+// Output formats of --output. The empty format is the human table.
+const (
+	OutputTable = ""
+	OutputJSON  = "json"
+	OutputYAML  = "yaml"
+)
+
+// Options are what every command needs besides its arguments.
+type Options struct {
+	// OperatorNamespace holds the LVMCluster and the node statuses.
+	OperatorNamespace string
+	// Namespace is the namespace of namespaced arguments (the PVC of why).
+	Namespace string
+	// Output is OutputTable, OutputJSON or OutputYAML.
+	Output string
+}
+
+// Runner is one command: it reads what it needs through c (never writing) and writes its report to out.
+type Runner func(ctx context.Context, c client.Reader, opts Options, args []string, out io.Writer) error
+
+// NewScheme returns a scheme with client-go's types and the lvm.topolvm.io and topolvm.io APIs.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, lvmv1alpha1.AddToScheme, topolvmv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// NewClient returns a client for cfg with NewScheme's types.
+func NewClient(cfg *rest.Config) (client.Client, error) {
+	s, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
+// rootOptions are the flags of the root command and how to reach the cluster.
+type rootOptions struct {
+	configFlags       *genericclioptions.ConfigFlags
+	restConfig        *rest.Config // given by NewRootCommandWithConfig; else built from configFlags
+	operatorNamespace string
+	output            string
+}
+
+// NewRootCommand returns the kubectl-lvms command. It takes kubectl's connection flags (--kubeconfig,
+// --context, -n/--namespace, ...) and writes to streams.
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCommand(streams, &rootOptions{configFlags: genericclioptions.NewConfigFlags(true)})
+}
+
+// NewRootCommandWithConfig returns the kubectl-lvms command talking to the cluster of cfg whatever the
+// connection flags say (for tests that hold a rest.Config, not a kubeconfig). The namespace of why is
+// -n, else "default".
+func NewRootCommandWithConfig(streams genericiooptions.IOStreams, cfg *rest.Config) *cobra.Command {
+	return newRootCommand(streams, &rootOptions{configFlags: genericclioptions.NewConfigFlags(false), restConfig: cfg})
+}
+
+func newRootCommand(streams genericiooptions.IOStreams, o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "kubectl-lvms",
+		Short: "Explain the LVM storage of the cluster: volume groups, disks, volumes and pending claims",
+		Long: "kubectl lvms reads the objects of the LVM operator (LVMCluster, LVMVolumeGroupNodeStatus,\n" +
+			"LogicalVolume) and of Kubernetes (PersistentVolumes, claims, nodes, events) and explains them.\n" +
+			"It never changes anything.",
+		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl lvms"},
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE:         func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return validateOutput(o.output)
+		},
+	}
+	cmd.CompletionOptions.HiddenDefaultCmd = true
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	o.configFlags.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().StringVar(&o.operatorNamespace, "operator-namespace", DefaultOperatorNamespace,
+		"namespace of the LVMCluster and the node statuses")
+	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", OutputTable,
+		"output format: json or yaml (default: a table for people)")
+
+	cmd.AddCommand(o.subcommands()...)
+	return cmd
+}
+
+// subcommands are the commands of kubectl lvms.
+func (o *rootOptions) subcommands() []*cobra.Command {
+	return []*cobra.Command{
+		{
+			Use:   "status",
+			Short: "Show the LVMCluster and the volume group of every device class on every node",
+			Args:  cobra.NoArgs,
+			RunE:  o.run(RunStatus),
+		},
+		{
+			Use:   "disks [NODE]",
+			Short: "Show every disk of every node (or of NODE) and which device class uses it, or why none does",
+			Args:  cobra.MaximumNArgs(1),
+			RunE:  o.run(RunDisks),
+		},
+		{
+			Use:   "volumes",
+			Short: "Show every topolvm.io volume with its claim, node, device class and logical volume",
+			Args:  cobra.NoArgs,
+			RunE:  o.run(RunVolumes),
+		},
+		{
+			Use:   "why PVC",
+			Short: "Explain a PersistentVolumeClaim of the namespace: where it is bound, or why it is not",
+			Args:  cobra.ExactArgs(1),
+			RunE:  o.run(RunWhy),
+		},
+		o.versionCommand(),
+	}
+}
+
+// versionCommand prints the build information of the binary.
+func (o *rootOptions) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of kubectl-lvms",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := version.Get()
+			return writeReport(cmd.OutOrStdout(), o.output, info, func(out io.Writer) error {
+				_, err := fmt.Fprintf(out, "kubectl-lvms %s (commit %s, %s, %s)\n",
+					info.Version, info.GitCommit, info.GoVersion, info.Platform)
+				return err
+			})
+		},
+	}
+}
+
+// run adapts a Runner to cobra: it connects to the cluster and resolves the namespaces first.
+func (o *rootOptions) run(r Runner) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := o.client()
+		if err != nil {
+			return err
+		}
+		ns, err := o.namespace()
+		if err != nil {
+			return err
+		}
+		opts := Options{OperatorNamespace: o.operatorNamespace, Namespace: ns, Output: o.output}
+		return r(cmd.Context(), c, opts, args, cmd.OutOrStdout())
+	}
+}
+
+func (o *rootOptions) client() (client.Client, error) {
+	if o.restConfig != nil {
+		return NewClient(o.restConfig)
+	}
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	s, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	// The flags' mapper caches discovery on disk as kubectl does.
+	mapper, err := o.configFlags.ToRESTMapper()
+	if err != nil {
+		return nil, fmt.Errorf("discover the API of %s: %w", cfg.Host, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
+// namespace is -n, else the kubeconfig context's namespace, else "default".
+func (o *rootOptions) namespace() (string, error) {
+	if ns := *o.configFlags.Namespace; ns != "" || o.restConfig != nil {
+		if ns == "" {
+			ns = "default"
+		}
+		return ns, nil
+	}
+	ns, _, err := o.configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("read the namespace from the kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
+func validateOutput(format string) error {
+	switch format {
+	case OutputTable, OutputJSON, OutputYAML:
+		return nil
+	default:
+		return fmt.Errorf("unknown output format %q: use json or yaml, or leave -o out for a table", format)
+	}
+}
