@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the e2e suite (./test/e2e, build tag e2e) against a fresh dev cluster: lvms-dev up (2 nodes,
-# 4 x 8 GiB disks each), go test -tags e2e ./test/e2e/ with KUBECONFIG pointing at it (and KUBECTL at the
-# pinned kubectl), lvms-dev down.
+# 4 x 8 GiB disks each), go test -tags e2e ./test/e2e/ with KUBECONFIG pointing at it (KUBECTL at the
+# pinned kubectl, and the kubectl-lvms plugin on PATH), lvms-dev down. E2E_UPDATE_GOLDEN=1 rewrites the
+# golden files of TestKubectlLVMS.
 #
 # Environment: E2E_STATE_DIR (default: a directory under ${XDG_CACHE_HOME:-~/.cache}/lvms/e2e-cluster)
 # is the cluster's state directory; E2E_TIMEOUT (default 50m) bounds go test; E2E_RUN is passed as
@@ -36,11 +37,16 @@ finish() {
 }
 
 go build -o "${LVMS_DEV}" ./cmd/lvms-dev
+go build -o "${BIN}/kubectl-lvms" ./cmd/kubectl-lvms
 go test -tags e2e -c -o "${BIN}/e2e.test" ./test/e2e/
 trap finish EXIT
 # The suite needs a fresh cluster: stop one an interrupted or kept (E2E_KEEP=1) run left here.
 "${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true
 "${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 4 --disk-size 8 >&2
-KUBECTL="$(bash hack/kube-assets.sh | tail -1)/kubectl" KUBECONFIG="${STATE}/kubeconfig" "${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-50m}" \
+# In the package directory, as go test runs it (golden files under test/e2e/testdata); kubectl finds
+# the kubectl-lvms plugin on PATH.
+kubectl_bin="$(bash hack/kube-assets.sh | tail -1)/kubectl"
+(cd test/e2e && PATH="${BIN}:${PATH}" KUBECTL="${kubectl_bin}" KUBECONFIG="${STATE}/kubeconfig" \
+	"${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-50m}" \
 	-test.parallel "${E2E_PARALLEL:-2}" \
-	${E2E_RUN:+-test.run "${E2E_RUN}"}
+	${E2E_RUN:+-test.run "${E2E_RUN}"})

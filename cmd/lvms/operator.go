@@ -25,6 +25,7 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/controller/claimevents"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/controller/noderemoval"
 	csicontroller "github.com/lvm-operator/lvm-operator/internal/csi/controller"
@@ -224,6 +225,14 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	return mgr.Start(cmd.Context())
 }
 
+// The claim-events controller (internal/controller/claimevents; make manifests reads the markers
+// of this package, not of that one) watches the Pods no node runs yet and explains their claims from
+// StorageClasses, Nodes, node statuses and the LVMCluster, in events on the claims.
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmclusters;lvmvolumegroupnodestatuses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // setupOperator adds the operator's controllers, metrics, CSI controller service, webhooks and
 // probes to mgr.
 func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error {
@@ -247,6 +256,11 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 	}
 	if err := noderemoval.New(mgr.GetClient(), f.namespace, f.releaseVolumes).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node-removal controller: %w", err)
+	}
+	if err := claimevents.Setup(mgr, mgr.GetEventRecorder("lvms-operator"), claimevents.Options{
+		Namespace: f.namespace,
+	}); err != nil {
+		return fmt.Errorf("set up claim events controller: %w", err)
 	}
 	if f.csiSocket != "" {
 		if err := csicontroller.AddToManager(ctx, mgr, f.csiSocket); err != nil {

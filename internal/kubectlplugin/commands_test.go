@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
-	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/placement"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with the current output")
@@ -85,13 +85,23 @@ func TestJSONRoundTrip(t *testing.T) {
 		"volumes": {RunVolumes, nil, func() (any, error) { return Volumes(ctx, c) },
 			func() any { return &VolumesReport{} }},
 		"why": {RunWhy, []string{"big-data"}, func() (any, error) {
-			return Why(ctx, c, testOperatorNamespace, client.ObjectKey{Namespace: "default", Name: "big-data"})
+			return placement.Why(
+				ctx,
+				c,
+				testOperatorNamespace,
+				client.ObjectKey{Namespace: "default", Name: "big-data"},
+			)
 		}, func() any { return &WhyReport{} }},
 		"why without events": {RunWhy, []string{"scratch"}, func() (any, error) {
-			return Why(ctx, c, testOperatorNamespace, client.ObjectKey{Namespace: "default", Name: "scratch"})
+			return placement.Why(ctx, c, testOperatorNamespace, client.ObjectKey{Namespace: "default", Name: "scratch"})
 		}, func() any { return &WhyReport{} }},
 		"why bound": {RunWhy, []string{"data-db-0"}, func() (any, error) {
-			return Why(ctx, c, testOperatorNamespace, client.ObjectKey{Namespace: "default", Name: "data-db-0"})
+			return placement.Why(
+				ctx,
+				c,
+				testOperatorNamespace,
+				client.ObjectKey{Namespace: "default", Name: "data-db-0"},
+			)
 		}, func() any { return &WhyReport{} }},
 	}
 	for name, g := range gather {
@@ -190,19 +200,5 @@ func TestRootCommand(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "unknown output format") {
 		t.Errorf("stderr %q does not tell the user", errOut.String())
-	}
-}
-
-// TestNamesMatchDriver guards the copies in names.go against drift from the CSI driver's names.
-func TestNamesMatchDriver(t *testing.T) {
-	for got, want := range map[string]string{
-		driverName:                        lvmcsi.DriverName,
-		paramDeviceClass:                  lvmcsi.ParamDeviceClass,
-		capacityAnnotationPrefix + "thin": lvmcsi.CapacityAnnotation("thin"),
-		topologyNodeKey:                   lvmcsi.TopologyNodeKey,
-	} {
-		if got != want {
-			t.Errorf("kubectlplugin uses %q where the driver uses %q", got, want)
-		}
 	}
 }

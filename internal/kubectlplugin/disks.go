@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/placement"
 )
 
 // DisksReport is what kubectl lvms disks shows.
@@ -51,7 +52,7 @@ func Disks(ctx context.Context, c client.Reader, namespace, node string) (*Disks
 	var statuses []lvmv1alpha1.LVMVolumeGroupNodeStatus
 	if node == "" {
 		var err error
-		if statuses, err = listNodeStatuses(ctx, c, namespace); err != nil {
+		if statuses, err = placement.ListNodeStatuses(ctx, c, namespace); err != nil {
 			return nil, err
 		}
 	} else {

@@ -5,7 +5,8 @@
 //   - disks: every disk of every node, and which device class uses it or why none does;
 //   - volumes: every topolvm.io PersistentVolume joined with its LogicalVolume, and LogicalVolumes
 //     that no PersistentVolume uses;
-//   - why: why a PersistentVolumeClaim is Pending, node by node.
+//   - why: why a PersistentVolumeClaim is Pending, node by node (computed by internal/placement,
+//     which the operator's claim events share).
 //
 // Each command is a Runner: it reads through a controller-runtime client.Reader and writes a table,
 // JSON or YAML to an io.Writer, so tests run it against a fake client. NewRootCommand wires the

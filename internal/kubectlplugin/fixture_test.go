@@ -16,6 +16,7 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/placement"
 )
 
 // The fixture cluster: three storage nodes and a control-plane node without lvms; a thin device class
@@ -95,7 +96,7 @@ func newFixtureClient(t *testing.T, funcs *interceptor.Funcs) client.Client {
 		t.Fatal(err)
 	}
 	b := fake.NewClientBuilder().WithScheme(s).WithObjects(fixture()...).
-		WithIndex(&corev1.Event{}, EventInvolvedObjectName, func(o client.Object) []string {
+		WithIndex(&corev1.Event{}, placement.EventInvolvedObjectName, func(o client.Object) []string {
 			return []string{o.(*corev1.Event).InvolvedObject.Name}
 		})
 	if funcs != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -56,51 +55,6 @@ func (t *table) row(cells ...string) {
 
 func (t *table) flush() error {
 	return t.tw.Flush()
-}
-
-// binaryUnits are the suffixes of formatBytes, each 1024 times the one before.
-var binaryUnits = []string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
-
-// formatBytes writes n bytes in the largest binary unit that keeps the number at least 1, rounded to
-// the nearest: one decimal below 10 (7.9Gi), none from 10 on (808Mi); a trailing ".0" is dropped
-// (2Gi). The result is a valid Kubernetes quantity.
-func formatBytes(n int64) string {
-	if n < 0 {
-		return "-" + formatBytes(-n)
-	}
-	v := float64(n)
-	unit := 0
-	for v >= 1024 && unit < len(binaryUnits)-1 {
-		v /= 1024
-		unit++
-	}
-	if unit == 0 {
-		return strconv.FormatInt(n, 10)
-	}
-	if v < 10 {
-		v = math.Round(v*10) / 10
-	} else {
-		v = math.Round(v)
-	}
-	if v >= 1024 && unit < len(binaryUnits)-1 {
-		v, unit = 1, unit+1 // 1023.6Mi is 1Gi
-	}
-	s := strconv.FormatFloat(v, 'f', 1, 64)
-	if v >= 10 || strings.HasSuffix(s, ".0") {
-		s = strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return s + binaryUnits[unit]
-}
-
-// formatBytesPair formats a and b with formatBytes, adding the exact bytes when rounding makes two
-// different sizes look the same ("10Gi (10694443008 bytes)" against "10Gi (10737418240 bytes)").
-func formatBytesPair(a, b int64) (string, string) {
-	fa, fb := formatBytes(a), formatBytes(b)
-	if fa == fb && a != b {
-		fa += fmt.Sprintf(" (%d bytes)", a)
-		fb += fmt.Sprintf(" (%d bytes)", b)
-	}
-	return fa, fb
 }
 
 // barCells is the width of usageBar's bar.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/placement"
 )
 
 // StatusReport is what kubectl lvms status shows.
@@ -75,7 +76,7 @@ func Status(ctx context.Context, c client.Reader, namespace string) (*StatusRepo
 	if err := c.List(ctx, &clusters, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("list LVMClusters in %s: %w", namespace, err)
 	}
-	nodes, err := listNodeStatuses(ctx, c, namespace)
+	nodes, err := placement.ListNodeStatuses(ctx, c, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -101,27 +102,8 @@ func Status(ctx context.Context, c client.Reader, namespace string) (*StatusRepo
 	return report, nil
 }
 
-// listNodeStatuses returns the LVMVolumeGroupNodeStatuses of namespace sorted by node name.
-func listNodeStatuses(
-	ctx context.Context, c client.Reader, namespace string,
-) ([]lvmv1alpha1.LVMVolumeGroupNodeStatus, error) {
-	var list lvmv1alpha1.LVMVolumeGroupNodeStatusList
-	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("list LVMVolumeGroupNodeStatuses in %s: %w", namespace, err)
-	}
-	slices.SortFunc(list.Items, func(a, b lvmv1alpha1.LVMVolumeGroupNodeStatus) int {
-		return cmp.Compare(a.Name, b.Name)
-	})
-	return list.Items, nil
-}
-
-// vgState is the state of a node's volume group; an entry without one is still Progressing.
-func vgState(vg lvmv1alpha1.VGStatus) string {
-	return string(cmp.Or(vg.Status, lvmv1alpha1.VGStatusProgressing))
-}
-
 func volumeGroupStatus(node string, vg lvmv1alpha1.VGStatus) VolumeGroupStatus {
-	out := VolumeGroupStatus{Node: node, DeviceClass: vg.Name, State: vgState(vg), Reason: vg.Reason}
+	out := VolumeGroupStatus{Node: node, DeviceClass: vg.Name, State: placement.VGState(vg), Reason: vg.Reason}
 	capacity := vg.Capacity
 	if capacity == nil {
 		return out
@@ -194,10 +176,10 @@ func (r *StatusReport) writeTable(out io.Writer) error {
 func (vg VolumeGroupStatus) tableCells() []string {
 	cells := []string{vg.Node, vg.DeviceClass, vg.State, "-", "-", "-", "-", "-", "-"}
 	if vg.SizeBytes != nil && vg.FreeBytes != nil {
-		cells[3], cells[4] = formatBytes(*vg.SizeBytes), formatBytes(*vg.FreeBytes)
+		cells[3], cells[4] = placement.FormatBytes(*vg.SizeBytes), placement.FormatBytes(*vg.FreeBytes)
 	}
 	if tp := vg.ThinPool; tp != nil {
-		cells[5] = fmt.Sprintf("%s (%s)", tp.Name, formatBytes(tp.SizeBytes))
+		cells[5] = fmt.Sprintf("%s (%s)", tp.Name, placement.FormatBytes(tp.SizeBytes))
 		cells[6], cells[7] = tp.DataPercent+"%", tp.MetadataPercent+"%"
 	}
 	if vg.UsedPercent != nil {

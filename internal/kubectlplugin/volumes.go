@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	"github.com/lvm-operator/lvm-operator/internal/placement"
 )
 
 // none marks a missing side of a join in tables.
@@ -75,7 +76,7 @@ func Volumes(ctx context.Context, c client.Reader) (*VolumesReport, error) {
 		if q, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok {
 			v.SizeBytes = q.Value()
 		}
-		v.Node = pvNode(&pv)
+		v.Node = placement.PVNode(&pv)
 		if lv := byID[v.VolumeID]; lv != nil {
 			used[lv.Name] = true
 			v.fillFrom(lv)
@@ -114,34 +115,16 @@ func listVolumes(
 		return nil, nil, fmt.Errorf("list LogicalVolumes: %w", err)
 	}
 	pvs := slices.DeleteFunc(pvList.Items, func(pv corev1.PersistentVolume) bool {
-		return pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driverName
+		return pv.Spec.CSI == nil || pv.Spec.CSI.Driver != placement.DriverName
 	})
 	return pvs, lvList.Items, nil
-}
-
-// pvNode is the node that a PV's node affinity names with the CSI topology key, or "".
-func pvNode(pv *corev1.PersistentVolume) string {
-	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return ""
-	}
-	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
-		for _, e := range term.MatchExpressions {
-			if e.Key == topologyNodeKey && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
-				return e.Values[0]
-			}
-		}
-	}
-	return ""
 }
 
 // fillFrom sets what the LogicalVolume says about the volume.
 func (v *Volume) fillFrom(lv *topolvmv1.LogicalVolume) {
 	v.LogicalVolume = lv.Name
 	v.Node, v.DeviceClass = lv.Spec.NodeName, lv.Spec.DeviceClass
-	v.SizeBytes = lv.Spec.Size.Value()
-	if lv.Status.CurrentSize != nil {
-		v.SizeBytes = lv.Status.CurrentSize.Value()
-	}
+	v.SizeBytes = placement.LogicalVolumeSize(lv)
 	if lv.Status.VolumeID != "" {
 		v.VolumeID = lv.Status.VolumeID
 	}
@@ -167,7 +150,7 @@ func (r *VolumesReport) writeTable(out io.Writer) error {
 		if v.LogicalVolume == "" {
 			lv = none // the PV's LogicalVolume is gone
 		}
-		t.row(claim, pv, orDash(v.Node), orDash(v.DeviceClass), formatBytes(v.SizeBytes), orDash(lv))
+		t.row(claim, pv, orDash(v.Node), orDash(v.DeviceClass), placement.FormatBytes(v.SizeBytes), orDash(lv))
 	}
 	if err := t.flush(); err != nil {
 		return err

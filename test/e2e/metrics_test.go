@@ -56,6 +56,19 @@ func TestNodeAgentMetrics(t *testing.T) {
 				return mismatch == "", mismatch, nil
 			})
 			t.Logf("metrics of %s match vgs and lvs:\n%s", node, last)
+			// The agent counts its host commands: it has read lvm2's state (lvm fullreport) at least once.
+			hosts := e.onAgent(
+				node,
+				fmt.Sprintf("curl -sSkf -H 'Authorization: Bearer %s' %s | grep '^lvms_host_commands_total'",
+					reader, url),
+			)
+			if !regexp.MustCompile(
+				`lvms_host_commands_total\{command="fullreport",result="ok"\} [1-9]`,
+			).MatchString(
+				hosts,
+			) {
+				t.Errorf("the node agent of %s does not count its lvm fullreport runs:\n%s", node, hosts)
+			}
 		})
 	}
 }

@@ -1,9 +1,7 @@
-package kubectlplugin
+package placement
 
 import (
-	"cmp"
 	"fmt"
-	"io"
 	"strings"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -13,9 +11,9 @@ import (
 const maxListedNodes = 3
 
 // verdict sums the report up in one sentence.
-func (r *WhyReport) verdict() string {
+func (r *Report) verdict() string {
 	if b := r.Bound; b != nil {
-		if b.Driver != driverName {
+		if b.Driver != DriverName {
 			return fmt.Sprintf("the claim is Bound to %s, a volume of %s, not of lvms", b.PersistentVolume,
 				orDash(b.Driver))
 		}
@@ -64,7 +62,7 @@ func (r *WhyReport) verdict() string {
 }
 
 // selectedVerdict is the verdict when some node fits and the scheduler already chose one.
-func (r *WhyReport) selectedVerdict(where string) string {
+func (r *Report) selectedVerdict(where string) string {
 	for _, n := range r.Nodes {
 		if n.Node != r.SelectedNode {
 			continue
@@ -74,7 +72,7 @@ func (r *WhyReport) selectedVerdict(where string) string {
 				"or provisioning fails (see the events)", n.Node)
 		}
 		return fmt.Sprintf("the scheduler selected node %s, where %s; it would fit on %s",
-			n.Node, n.describe(r.DeviceClass, r.RequestedBytes), where)
+			n.Node, n.Describe(r.DeviceClass, r.RequestedBytes), where)
 	}
 	return fmt.Sprintf("the scheduler selected node %s, which is no longer a node of the cluster; "+
 		"it would fit on %s", r.SelectedNode, where)
@@ -88,11 +86,12 @@ func listNames(names []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListedNodes], ", "), len(names)-maxListedNodes)
 }
 
-// describe says what the node's device class means for a request of requested bytes.
-func (f NodeFit) describe(deviceClass string, requested int64) string {
+// Describe says what the node's device class means for a request of requested bytes, as kubectl lvms
+// why lists it.
+func (f NodeFit) Describe(deviceClass string, requested int64) string {
 	switch f.Fit {
 	case FitFits:
-		return fmt.Sprintf("device class %s has %s free: fits", deviceClass, formatBytes(*f.FreeBytes))
+		return fmt.Sprintf("device class %s has %s free: fits", deviceClass, FormatBytes(*f.FreeBytes))
 	case FitTooSmall:
 		free, req := formatBytesPair(*f.FreeBytes, requested)
 		return fmt.Sprintf("device class %s has %s free, %s requested: does not fit", deviceClass, free, req)
@@ -105,63 +104,10 @@ func (f NodeFit) describe(deviceClass string, requested int64) string {
 	}
 }
 
-func (r *WhyReport) writeTable(out io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "PersistentVolumeClaim %s/%s is %s.\n", r.Namespace, r.Claim, orDash(r.Phase))
-	kv := newTable(&b)
-	if v := r.Bound; v != nil {
-		kv.row("  PersistentVolume:", v.PersistentVolume)
-		kv.row("  Driver:", orDash(v.Driver))
-		kv.row("  Node:", orDash(v.Node))
-		kv.row("  Device class:", orDash(v.DeviceClass))
-		kv.row("  Size:", formatBytes(v.SizeBytes))
-		kv.row("  Logical volume:", orDash(v.VolumeID))
-	} else {
-		kv.row("  StorageClass:", r.storageClassCell())
-		if r.DeviceClass != "" {
-			dc := r.DeviceClass
-			if r.DefaultDeviceClass {
-				dc += " (the default device class: the StorageClass names none)"
-			}
-			kv.row("  Device class:", dc)
-		}
-		kv.row("  Requested:", formatBytes(r.RequestedBytes))
-		kv.row("  Selected node:", cmp.Or(r.SelectedNode, "none yet"))
+// orDash returns s, or "-" for an empty value.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
 	}
-	if err := kv.flush(); err != nil {
-		return err
-	}
-	if len(r.Nodes) > 0 {
-		b.WriteString("\nNodes:\n")
-		for _, n := range r.Nodes {
-			name := n.Node
-			if name == r.SelectedNode {
-				name += " (selected)"
-			}
-			fmt.Fprintf(&b, "  %s: %s\n", name, n.describe(r.DeviceClass, r.RequestedBytes))
-		}
-	}
-	if r.Bound == nil {
-		b.WriteString("\nWarning events, oldest first:\n")
-		if len(r.Events) == 0 {
-			b.WriteString("  none\n")
-		}
-		for _, e := range r.Events {
-			fmt.Fprintf(&b, "  %s\n", e)
-		}
-	}
-	fmt.Fprintf(&b, "\nVerdict: %s\n", r.Verdict)
-	_, err := io.WriteString(out, b.String())
-	return err
-}
-
-func (r *WhyReport) storageClassCell() string {
-	switch {
-	case r.StorageClass == "":
-		return "none"
-	case r.Provisioner == "":
-		return r.StorageClass + " (not found)"
-	}
-	return fmt.Sprintf("%s (provisioner %s, volumeBindingMode %s)",
-		r.StorageClass, r.Provisioner, orDash(r.VolumeBindingMode))
+	return s
 }

@@ -1,4 +1,4 @@
-package kubectlplugin
+package placement
 
 import (
 	"strings"
@@ -46,7 +46,7 @@ func TestNodeFit(t *testing.T) {
 			if f.Fit != tc.want {
 				t.Errorf("fit = %s, want %s", f.Fit, tc.want)
 			}
-			if line := f.describe("thin", 10*gi); !strings.Contains(line, tc.line) {
+			if line := f.Describe("thin", 10*gi); !strings.Contains(line, tc.line) {
 				t.Errorf("line %q does not contain %q", line, tc.line)
 			}
 		})
@@ -62,22 +62,22 @@ func TestWhyVerdict(t *testing.T) {
 	nodes := []NodeFit{fit("a", FitTooSmall, 1<<30), fit("b", FitFits, 20<<30)}
 	cases := []struct {
 		name string
-		r    WhyReport
+		r    Report
 		want string
 	}{
-		{"selected node fits", WhyReport{SelectedNode: "b", Nodes: nodes},
+		{"selected node fits", Report{SelectedNode: "b", Nodes: nodes},
 			"it fits on the selected node b: the volume is being provisioned there"},
-		{"selected node too small", WhyReport{SelectedNode: "a", Nodes: nodes},
+		{"selected node too small", Report{SelectedNode: "a", Nodes: nodes},
 			"the scheduler selected node a, where device class thin has 1Gi free, 10Gi requested: does not fit; " +
 				"it would fit on b"},
-		{"selected node gone", WhyReport{SelectedNode: "z", Nodes: nodes},
+		{"selected node gone", Report{SelectedNode: "z", Nodes: nodes},
 			"the scheduler selected node z, which is no longer a node of the cluster; it would fit on b"},
-		{"immediate binding", WhyReport{VolumeBindingMode: "Immediate", Nodes: nodes},
+		{"immediate binding", Report{VolumeBindingMode: "Immediate", Nodes: nodes},
 			"it fits on b: the events tell why"},
-		{"only not ready", WhyReport{Nodes: []NodeFit{{Node: "a", Fit: FitNotReady}}},
+		{"only not ready", Report{Nodes: []NodeFit{{Node: "a", Fit: FitNotReady}}},
 			"device class thin is not Ready on any node that has it"},
-		{"nowhere", WhyReport{Nodes: []NodeFit{{Node: "a", Fit: FitNotOnNode}}}, "no node has device class thin"},
-		{"many fit", WhyReport{Nodes: []NodeFit{
+		{"nowhere", Report{Nodes: []NodeFit{{Node: "a", Fit: FitNotOnNode}}}, "no node has device class thin"},
+		{"many fit", Report{Nodes: []NodeFit{
 			fit(
 				"a",
 				FitFits,
@@ -88,7 +88,7 @@ func TestWhyVerdict(t *testing.T) {
 			fit("d", FitFits, 0),
 			fit("e", FitFits, 0),
 		}}, "it fits on a, b, c and 2 more: the events"},
-		{"other driver", WhyReport{Bound: &BoundVolume{PersistentVolume: "pv", Driver: "nfs.csi.k8s.io"}},
+		{"other driver", Report{Bound: &BoundVolume{PersistentVolume: "pv", Driver: "nfs.csi.k8s.io"}},
 			"the claim is Bound to pv, a volume of nfs.csi.k8s.io, not of lvms"},
 	}
 	for _, tc := range cases {

@@ -1,0 +1,137 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// goldenDir holds what `kubectl lvms` prints on the suite's cluster, with the values that change
+// from run to run (fill levels, free bytes, UUIDs) masked by normalize.
+const goldenDir = "testdata/kubectl-lvms"
+
+// TestKubectlLVMS runs the plugin as a user does, `kubectl lvms ...` found by kubectl on PATH
+// (hack/e2e.sh builds it), against the real cluster, and compares what it prints with golden files:
+// status, disks, volumes with a Bound claim of the test, and why on a claim larger than any volume
+// group (its pod cannot be scheduled, so the claim stays Pending). E2E_UPDATE_GOLDEN=1 rewrites them.
+func TestKubectlLVMS(t *testing.T) {
+	e := newEnv(t)
+	e.claim("small", thickClass, "64Mi", false, "")
+	e.pod("small", "small", false, "", "echo ok")
+	e.finished("small")
+	e.claim("huge", thickClass, "100Gi", false, "")
+	e.pod("huge", "huge", false, "", "echo never")
+	e.waitFor("pod huge unschedulable", func(ctx context.Context) (bool, string, error) {
+		var pod corev1.Pod
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "huge"}, &pod); err != nil {
+			return false, "", err
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
+				return true, c.Message, nil
+			}
+		}
+		return false, string(pod.Status.Phase), nil
+	})
+
+	for _, c := range []struct {
+		golden string
+		args   []string
+		keep   func(string) string
+	}{
+		{"status", []string{"status"}, nil},
+		{"disks", []string{"disks"}, nil},
+		{"disks-node-1", []string{"disks", "node-1"}, nil},
+		// Other tests' volumes come and go: keep the rows of this test's namespace.
+		{"volumes", []string{"volumes"}, keepLines(`^NAMESPACE/PVC|^` + e.ns + `/`)},
+		{"why-huge", []string{"why", "huge", "-n", e.ns}, nil},
+		{"why-small", []string{"why", "small", "-n", e.ns}, nil},
+	} {
+		t.Run(c.golden, func(t *testing.T) {
+			out := kubectl(t, append([]string{"lvms"}, c.args...)...)
+			if c.keep != nil {
+				out = c.keep(out)
+			}
+			got := normalize(out, e.ns)
+			t.Logf("kubectl lvms %s:\n%s", strings.Join(c.args, " "), out)
+			compareGolden(t, filepath.Join(goldenDir, c.golden+".golden"), got)
+		})
+	}
+}
+
+// keepLines keeps the lines matching re.
+func keepLines(re string) func(string) string {
+	r := regexp.MustCompile(re)
+	return func(s string) string {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if r.MatchString(l) {
+				out = append(out, l)
+			}
+		}
+		return strings.Join(out, "\n") + "\n"
+	}
+}
+
+var volatile = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	// Fill levels and their bars.
+	{regexp.MustCompile(`\[[#-]{10}\] +[0-9.]+%`), "[BAR] P%"},
+	{regexp.MustCompile(`\b[0-9]+\.[0-9]%`), "P%"},
+	// LV names and PV names carry UUIDs.
+	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "UUID"},
+	// Free space depends on what other tests left behind for a moment, and so does the node with the
+	// most of it.
+	{regexp.MustCompile(`[0-9.]+[KMGT]?i?( \([0-9]+ bytes\))? free([,;])`), "FREE free$2"},
+	{regexp.MustCompile(`the largest is [0-9.]+[KMGT]?i?( \([0-9]+ bytes\))? on node-[0-9]+`), "the largest is FREE on NODE"},
+	// The FREE column of kubectl lvms status.
+	{regexp.MustCompile(`(?m)^(node-[0-9]+ +[a-z-]+ +[A-Za-z]+ +[0-9.]+[KMGT]?i) +[0-9.]+[KMGT]?i `), "$1 FREE "},
+}
+
+// normalize masks what changes between runs, and the test's namespace.
+func normalize(s, ns string) string {
+	s = strings.ReplaceAll(s, ns, "NAMESPACE")
+	for _, v := range volatile {
+		s = v.re.ReplaceAllString(s, v.with)
+	}
+	// Columns realign around masked values: compare words, one line per line.
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// compareGolden fails unless got equals the golden file; E2E_UPDATE_GOLDEN=1 writes it instead.
+func compareGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if os.Getenv("E2E_UPDATE_GOLDEN") == "1" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("golden file: %v (E2E_UPDATE_GOLDEN=1 writes it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("kubectl lvms output differs from %s:\n--- want\n%s--- got\n%s", path, want, got)
+	}
+	if strings.Contains(got, "Error") || strings.Contains(got, "error:") {
+		t.Errorf("output reports an error:\n%s", got)
+	}
+}
