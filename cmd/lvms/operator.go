@@ -49,6 +49,7 @@ type operatorFlags struct {
 	webhookPort        int
 	webhookHost        string
 	webhookCertDir     string
+	webhookSelfCertDir string
 	webhookCertMode    string
 	webhookService     string
 	webhookConfigName  string
@@ -131,6 +132,13 @@ func newOperatorCommand() *cobra.Command {
 		"webhook serving certificate directory",
 	)
 	fl.StringVar(
+		&f.webhookSelfCertDir,
+		"webhook-self-cert-dir",
+		"/tmp/lvms-webhook-certs",
+		"with --webhook-cert-mode=self: where the operator writes the certificate it issued and serves it from "+
+			"(writable; --webhook-cert-dir is for external mode)",
+	)
+	fl.StringVar(
 		&f.webhookCertMode,
 		"webhook-cert-mode",
 		"self",
@@ -202,7 +210,7 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 		// Safe: runOperator returns once the manager stops, so nothing acts after the release.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: webhook.NewServer(
-			webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir},
+			webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.servingCertDir()},
 		),
 		Cache: namespacedCache(f.namespace, &appsv1.DaemonSet{}),
 	})
@@ -224,14 +232,6 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	}
 	return mgr.Start(cmd.Context())
 }
-
-// The claim-events controller (internal/controller/claimevents; make manifests reads the markers
-// of this package, not of that one) watches the Pods no node runs yet and explains their claims from
-// StorageClasses, Nodes, node statuses and the LVMCluster, in events on the claims.
-// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmclusters;lvmvolumegroupnodestatuses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // setupOperator adds the operator's controllers, metrics, CSI controller service, webhooks and
 // probes to mgr.
@@ -300,9 +300,19 @@ func setupWebhookCerts(mgr ctrl.Manager, f operatorFlags) (<-chan struct{}, erro
 		close(ready)
 		return ready, nil
 	case "self":
+		secret := types.NamespacedName{Namespace: f.namespace, Name: "lvms-webhook-server-cert"}
+		if err := mgr.Add(certFiles{
+			reader:  mgr.GetAPIReader(),
+			secret:  secret,
+			dir:     f.webhookSelfCertDir,
+			poll:    time.Second,
+			refresh: time.Minute,
+		}); err != nil {
+			return nil, fmt.Errorf("add webhook certificate copier: %w", err)
+		}
 		err := rotator.AddRotator(mgr, &rotator.CertRotator{
-			SecretKey:      types.NamespacedName{Namespace: f.namespace, Name: "lvms-webhook-server-cert"},
-			CertDir:        f.webhookCertDir,
+			SecretKey:      secret,
+			CertDir:        f.webhookSelfCertDir,
 			CAName:         "lvms-ca",
 			CAOrganization: "lvms",
 			DNSName:        fmt.Sprintf("%s.%s.svc", f.webhookService, f.namespace),
@@ -321,6 +331,15 @@ func setupWebhookCerts(mgr ctrl.Manager, f operatorFlags) (<-chan struct{}, erro
 	default:
 		return nil, fmt.Errorf("--webhook-cert-mode %q: use self or external", f.webhookCertMode)
 	}
+}
+
+// servingCertDir is where the webhook server reads its certificate: the operator's own copy of what
+// it issued (self), or the files that come from elsewhere (external).
+func (f operatorFlags) servingCertDir() string {
+	if f.webhookCertMode == "self" {
+		return f.webhookSelfCertDir
+	}
+	return f.webhookCertDir
 }
 
 // namespacedCache limits the manager's cache of the LVM objects that live in the operator namespace

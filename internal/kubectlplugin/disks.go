@@ -32,7 +32,13 @@ type Disk struct {
 	ExcludedBy []string `json:"excludedBy,omitempty"`
 	// Reasons are why the device classes of ExcludedBy did not use it, each reason once.
 	Reasons []string `json:"reasons,omitempty"`
+	// LogicalVolume is set for an excluded LVM logical volume (a thin pool and its parts, a volume):
+	// the node reports it, but it is never a disk to build on, so the table leaves it out.
+	LogicalVolume bool `json:"logicalVolume,omitempty"`
 }
+
+// lvReason is the device filter's reason for an LVM logical volume (internal/devices, rejectType).
+const lvReason = "(type lvm)"
 
 // RunDisks is kubectl lvms disks [node].
 func RunDisks(ctx context.Context, c client.Reader, opts Options, args []string, out io.Writer) error {
@@ -108,6 +114,7 @@ func nodeDisks(ns lvmv1alpha1.LVMVolumeGroupNodeStatus) []Disk {
 		if len(d.UsedBy) > 0 {
 			d.ExcludedBy, d.Reasons = nil, nil
 		}
+		d.LogicalVolume = slices.ContainsFunc(d.Reasons, func(r string) bool { return strings.HasSuffix(r, lvReason) })
 		out = append(out, *d)
 	}
 	slices.SortFunc(out, func(a, b Disk) int { return cmp.Compare(a.Device, b.Device) })
@@ -139,12 +146,28 @@ func (r *DisksReport) writeTable(out io.Writer) error {
 		return err
 	}
 	t := newTable(out, "NODE", "DEVICE", "CLASS", "VERDICT")
+	lvs := 0
 	for _, d := range r.Disks {
+		if d.LogicalVolume {
+			lvs++
+			continue
+		}
 		class := strings.Join(d.UsedBy, ",")
 		if class == "" {
 			class = strings.Join(d.ExcludedBy, ",")
 		}
 		t.row(d.Node, d.Device, orDash(class), d.Verdict())
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if lvs > 0 {
+		_, err := fmt.Fprintf(
+			out,
+			"\n%d LVM logical volume(s) left out (thin pools and volumes are not disks; -o yaml lists them).\n",
+			lvs,
+		)
+		return err
+	}
+	return nil
 }

@@ -149,6 +149,7 @@ func nodeStatuses() []client.Object {
 				Name: "thin", Status: lvmv1alpha1.VGStatusReady, Devices: []string{"/dev/vdb", "/dev/vdc"},
 				Excluded: []lvmv1alpha1.ExcludedDevice{
 					ex("/dev/vda", "has children: vda1, vda2", notSelected[0]), ex("/dev/vdd", notSelected...),
+					ex("/dev/mapper/thin-thin--pool", notSelected[0], "is an LVM logical volume (type lvm)"),
 				},
 				Capacity: thin("20472Mi", "2044Mi", "18424Mi", "12.5", "4.1"),
 			}),

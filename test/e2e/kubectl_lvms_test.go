@@ -21,7 +21,8 @@ const goldenDir = "testdata/kubectl-lvms"
 // TestKubectlLVMS runs the plugin as a user does, `kubectl lvms ...` found by kubectl on PATH
 // (hack/e2e.sh builds it), against the real cluster, and compares what it prints with golden files:
 // status, disks, volumes with a Bound claim of the test, and why on a claim larger than any volume
-// group (its pod cannot be scheduled, so the claim stays Pending). E2E_UPDATE_GOLDEN=1 rewrites them.
+// group (its pod cannot be scheduled, so the claim stays Pending, and the operator's NotEnoughCapacity
+// event on it says why in bytes). E2E_UPDATE_GOLDEN=1 rewrites them.
 func TestKubectlLVMS(t *testing.T) {
 	e := newEnv(t)
 	e.claim("small", thickClass, "64Mi", false, "")
@@ -41,6 +42,8 @@ func TestKubectlLVMS(t *testing.T) {
 		}
 		return false, string(pod.Status.Phase), nil
 	})
+	// The operator explains the claim in an event, in bytes per node (internal/controller/claimevents).
+	e.waitEvent("huge", "NotEnoughCapacity", "no node can hold 100Gi (107374182400 bytes) of device class thick: node-")
 
 	for _, c := range []struct {
 		golden string
@@ -93,7 +96,12 @@ var volatile = []struct {
 	// Free space depends on what other tests left behind for a moment, and so does the node with the
 	// most of it.
 	{regexp.MustCompile(`[0-9.]+[KMGT]?i?( \([0-9]+ bytes\))? free([,;])`), "FREE free$2"},
-	{regexp.MustCompile(`the largest is [0-9.]+[KMGT]?i?( \([0-9]+ bytes\))? on node-[0-9]+`), "the largest is FREE on NODE"},
+	{
+		regexp.MustCompile(`the largest is [0-9.]+[KMGT]?i?( \([0-9]+ bytes\))? on node-[0-9]+`),
+		"the largest is FREE on NODE",
+	},
+	// The claim's event lists the nodes with the most free space first.
+	{regexp.MustCompile(`node-[0-9]+: FREE free`), "NODE: FREE free"},
 	// The FREE column of kubectl lvms status.
 	{regexp.MustCompile(`(?m)^(node-[0-9]+ +[a-z-]+ +[A-Za-z]+ +[0-9.]+[KMGT]?i) +[0-9.]+[KMGT]?i `), "$1 FREE "},
 }

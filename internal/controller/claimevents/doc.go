@@ -7,7 +7,10 @@
 // The controller watches Pods that are not on a node yet (its own cache, field-selected on an empty
 // spec.nodeName, so the operator does not hold every Pod of the cluster) and reconciles those whose
 // PodScheduled condition is False with reason Unschedulable. Claims that some node can hold get no
-// event: the scheduler's own event on the Pod says why it did not place it. An event is recorded only
-// when its note differs from the last one recorded for the claim, and an unschedulable Pod is looked
-// at again every minute, since capacity changes on Nodes and node statuses, not on the Pod.
+// event: the scheduler's own event on the Pod says why it did not place it.
+//
+// An unschedulable Pod is looked at again every minute, since capacity changes on Nodes and node
+// statuses, not on the Pod. An event is recorded only when its note differs from the last one
+// recorded for the claim, and at most every 13 minutes per claim: the events recorder would fold a
+// sooner one into the series of the previous event, under the previous note.
 package claimevents

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/component-helpers/storage/ephemeral"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +39,13 @@ type Options struct {
 	MaxRemembered int
 }
 
+// The controller watches the Pods no node runs yet and explains their claims from StorageClasses,
+// Nodes, node statuses and the LVMCluster, in events on the claims.
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmclusters;lvmvolumegroupnodestatuses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconciler records NotEnoughCapacity events on the claims of unschedulable Pods.
 type Reconciler struct {
 	// client reads claims, StorageClasses, Nodes, node statuses and LVMClusters.
@@ -47,6 +55,7 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	opts     Options
 	sent     *lastNotes
+	now      func() time.Time
 }
 
 // New returns the controller; pods must hold the Pods that the watch delivers.
@@ -57,7 +66,9 @@ func New(c, pods client.Reader, recorder events.EventRecorder, opts Options) *Re
 	if opts.MaxRemembered <= 0 {
 		opts.MaxRemembered = defaultMaxRemembered
 	}
-	return &Reconciler{client: c, pods: pods, recorder: recorder, opts: opts, sent: newLastNotes(opts.MaxRemembered)}
+	return &Reconciler{
+		client: c, pods: pods, recorder: recorder, opts: opts, sent: newLastNotes(opts.MaxRemembered), now: time.Now,
+	}
 }
 
 // Reconcile looks at the claims of one Pod that the scheduler could not place.
@@ -116,12 +127,13 @@ func (r *Reconciler) checkClaim(ctx context.Context, pod *corev1.Pod, name strin
 		return false, nil
 	}
 	if !report.NoNodeFits() {
-		r.sent.forget(pvc.UID)
+		r.sent.fitted(pvc.UID, r.now())
 		return true, nil
 	}
 	note := placement.CapacityMessage(report)
-	if r.sent.changed(pvc.UID, note) {
-		ctrl.LoggerFrom(ctx).V(1).Info("No node can hold the claim", "persistentVolumeClaim", key, "note", note)
+	if r.sent.record(pvc.UID, note, r.now()) {
+		ctrl.LoggerFrom(ctx).V(1).Info("No node can hold the claim", "PersistentVolumeClaim", klog.KObj(&pvc),
+			"note", note)
 		r.recorder.Eventf(&pvc, pod, corev1.EventTypeWarning, ReasonNotEnoughCapacity, ActionProvision, "%s", note)
 	}
 	return true, nil

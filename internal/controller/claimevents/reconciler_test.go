@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -139,41 +140,44 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
-// TestReconcileRepeats checks that a note is recorded once, and again after the claim fitted.
+// TestReconcileRepeats checks that a note is recorded once, a changed one once the recorder's series
+// of the previous event has ended, and a shortage that comes back after the claim fitted likewise.
 func TestReconcileRepeats(t *testing.T) {
 	ctx := t.Context()
 	pod, claim := testPod(withClaim("data")), testClaim("data", "lvms-thin", "10Gi")
 	r, rec := newTestReconciler(t, nil, append(cluster(), pod, claim)...)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.now = func() time.Time { return now }
 	c := r.client.(client.Client)
-	reconcile := func() {
+	step := func(what string, advance time.Duration, free string, want ...string) {
 		t.Helper()
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pod)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	setFree := func(bytes string) {
-		t.Helper()
+		now = now.Add(advance)
 		n := &corev1.Node{}
 		if err := c.Get(ctx, client.ObjectKey{Name: "n1"}, n); err != nil {
 			t.Fatal(err)
 		}
-		n.Annotations["capacity.topolvm.io/thin"] = bytes
+		n.Annotations["capacity.topolvm.io/thin"] = free
 		if err := c.Update(ctx, n); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pod)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := drain(rec); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: events\n got %q\nwant %q", what, got, want)
+		}
 	}
-	reconcile()
-	reconcile()
-	if got := drain(rec); len(got) != 1 {
-		t.Fatalf("two reconciles of an unchanged cluster recorded %q, want one event", got)
-	}
-	setFree("21474836480") // 20Gi: fits
-	reconcile()
-	setFree("5368709120")
-	reconcile()
-	if got := drain(rec); len(got) != 1 || got[0] != tooBig {
-		t.Fatalf("the shortage coming back recorded %q, want %q", got, tooBig)
-	}
+	const fourGi = "Warning NotEnoughCapacity no node can hold 10Gi (10737418240 bytes) of device class thin: " +
+		"n1: 4Gi (4294967296 bytes) free"
+	step("first look", 0, "5368709120", tooBig)
+	step("nothing changed", time.Minute, "5368709120")
+	step("changed within the window", time.Minute, "4294967296")
+	step("changed note, still within the window", 10*time.Minute, "4294967296")
+	step("changed note after the window", time.Minute, "4294967296", fourGi)
+	step("fits", time.Minute, "21474836480")
+	step("short again within the window", time.Minute, "5368709120")
+	step("short again after the window", 11*time.Minute, "5368709120", tooBig)
+	step("nothing changed long after", time.Hour, "5368709120")
 }
 
 // TestReconcileAPIError checks that a failed read is returned with what was read.
@@ -197,19 +201,18 @@ func TestReconcileAPIError(t *testing.T) {
 // TestLastNotesBound checks that the memory of notes stays within its bound.
 func TestLastNotesBound(t *testing.T) {
 	m := newLastNotes(2)
+	now := time.Now()
 	for _, uid := range []types.UID{"a", "b", "c", "d"} {
-		if !m.changed(uid, "note") {
-			t.Errorf("first note of %s not reported as changed", uid)
+		if !m.record(uid, "note", now) {
+			t.Errorf("first note of %s not recorded", uid)
 		}
 	}
 	if m.len() != 2 {
 		t.Errorf("remembers %d claims, want 2", m.len())
 	}
-	if m.changed("d", "note") {
-		t.Error("a repeated note is reported as changed")
-	}
-	if !m.changed("d", "other note") {
-		t.Error("a new note is not reported as changed")
+	m.forget("d")
+	if m.len() != 1 || !m.record("d", "note", now) {
+		t.Error("a forgotten claim's note is not recorded at once")
 	}
 }
 

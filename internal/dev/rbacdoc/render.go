@@ -36,8 +36,10 @@ the service accounts, leader election and the role of the CSI sidecars are writt
   its own namespace (it can read every Secret there: the certificate rotator watches the
   namespace's Secrets, so keep no other Secrets in it) and injects its CA into the webhook
   configurations, reads its own Pod for its
-  image and the namespace kube-system (by name, for its UID: the cluster's identity), and serves
-  the CSI controller service, which creates and deletes LogicalVolumes.
+  image and the namespace kube-system (by name, for its UID: the cluster's identity), serves
+  the CSI controller service, which creates and deletes LogicalVolumes, and watches the Pods no node
+  runs yet, cluster-wide, to explain in an event why their claims fit no node (reading claims,
+  StorageClasses and Nodes).
 - **CSI sidecars** (` + "`lvms-csi-sidecars`" + `, bound to the operator's account because they run in its
   Pod): the kubernetes-csi external-provisioner (PersistentVolumes, CSIStorageCapacity objects
   owned by the Deployment, topology from Nodes and CSINodes), external-resizer (PVC expansion; it
