@@ -95,7 +95,9 @@ var volatile = []struct {
 	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "UUID"},
 	// Free space depends on what other tests left behind for a moment, and so does the node with the
 	// most of it.
-	{regexp.MustCompile(`[0-9.]+[KMGT]?i?( \([0-9]+ bytes\))? free([,;])`), "FREE free$2"},
+	{regexp.MustCompile(`(?m)[0-9.]+[KMGT]?i?( \([0-9]+ bytes\))? free([,;]|$)`), "FREE free$2"},
+	// Other tests' volumes may still be on the nodes (their device-mapper devices are counted).
+	{regexp.MustCompile(`[0-9]+ LVM logical volume\(s\) left out`), "N LVM logical volume(s) left out"},
 	{
 		regexp.MustCompile(`the largest is [0-9.]+[KMGT]?i?( \([0-9]+ bytes\))? on node-[0-9]+`),
 		"the largest is FREE on NODE",
