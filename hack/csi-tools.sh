@@ -12,11 +12,16 @@
 #
 # Why wrapper modules: each tool pins its own k8s.io versions and some upstream go.mod files carry
 # replace directives (external-snapshotter: "client/v8 => ./client"; external-provisioner: one
-# per k8s.io staging module), which `go install pkg@version` refuses. Every tool is built in its
-# own throw-away main module under ${CACHE_ROOT}/csi-tools-src/<tool>-<version>: upstream's
-# go.mod with the module line renamed, local "=> ./dir" replaces pointed at the published module
-# of the same version, and a require of the upstream module (see shared PROVING-GROUND §A).
-# external-provisioner v6.4.0 needs a dependency the proxy lacks, hence v6.3.0.
+# per k8s.io staging module), which `go install pkg@version` refuses. Tools are built in
+# throw-away main modules under ${CACHE_ROOT}/csi-tools-src/<group>-<key>, one per build GROUP:
+# the go.mod of the group's base module with the module line renamed, local "=> ./dir" replaces
+# pointed at the published module of the same version, and a require of every upstream module of
+# the group (see shared PROVING-GROUND §A). One `go build` per group compiles the dependencies the
+# group's tools share (client-go, grpc, ...) once instead of once per tool: the tools on Kubernetes
+# 0.37 (csi-sanity, csi-resizer, csi-snapshotter, snapshot-controller) are one group;
+# csi-provisioner v6.3.0 is built alone because it does not compile against client-go 0.37
+# (CSIStorageCapacity informer types changed). external-provisioner v6.4.0 needs a dependency the
+# proxy lacks, hence v6.3.0.
 #
 # Build flags are fixed (CGO_ENABLED=0 -trimpath, the same as hack/kube-assets.sh) so warm
 # rebuilds hit the Go build cache.
@@ -33,14 +38,21 @@ KEY+="_resizer-${CSI_RESIZER_VERSION}_snapshotter-${CSI_SNAPSHOTTER_VERSION}"
 OUT="${CACHE_ROOT}/csi-tools/${KEY}"
 SRC="${CACHE_ROOT}/csi-tools-src"
 
-# tool|upstream module|version|package path inside the module|version flag
+# tool|upstream module|version|package path inside the module|version flag|build group
 TOOLS=(
-	"csi-sanity|github.com/kubernetes-csi/csi-test/v5|${CSI_SANITY_VERSION}|cmd/csi-sanity|-version"
-	"csi-resizer|github.com/kubernetes-csi/external-resizer/v2|${CSI_RESIZER_VERSION}|cmd/csi-resizer|--version"
-	"csi-provisioner|github.com/kubernetes-csi/external-provisioner/v6|${CSI_PROVISIONER_VERSION}|cmd/csi-provisioner|--version"
-	"csi-snapshotter|github.com/kubernetes-csi/external-snapshotter/v8|${CSI_SNAPSHOTTER_VERSION}|cmd/csi-snapshotter|--version"
-	"snapshot-controller|github.com/kubernetes-csi/external-snapshotter/v8|${CSI_SNAPSHOTTER_VERSION}|cmd/snapshot-controller|--version"
+	"csi-sanity|github.com/kubernetes-csi/csi-test/v5|${CSI_SANITY_VERSION}|cmd/csi-sanity|-version|k8s"
+	"csi-resizer|github.com/kubernetes-csi/external-resizer/v2|${CSI_RESIZER_VERSION}|cmd/csi-resizer|--version|k8s"
+	"csi-snapshotter|github.com/kubernetes-csi/external-snapshotter/v8|${CSI_SNAPSHOTTER_VERSION}|cmd/csi-snapshotter|--version|k8s"
+	"snapshot-controller|github.com/kubernetes-csi/external-snapshotter/v8|${CSI_SNAPSHOTTER_VERSION}|cmd/snapshot-controller|--version|k8s"
+	"csi-provisioner|github.com/kubernetes-csi/external-provisioner/v6|${CSI_PROVISIONER_VERSION}|cmd/csi-provisioner|--version|provisioner"
 )
+# group -> "base module|version": the go.mod the group's wrapper module starts from (its replaces
+# pin the Kubernetes staging modules the group builds against).
+declare -A GROUP_BASE=(
+	[k8s]="github.com/kubernetes-csi/external-snapshotter/v8|${CSI_SNAPSHOTTER_VERSION}"
+	[provisioner]="github.com/kubernetes-csi/external-provisioner/v6|${CSI_PROVISIONER_VERSION}"
+)
+GROUPS_IN_ORDER=(k8s provisioner)
 CRD_MODULE="github.com/kubernetes-csi/external-snapshotter/client/v8"
 
 log() { echo "csi-tools: $*" >&2; }
@@ -55,52 +67,72 @@ dir_of() { # module version
 	go mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
 }
 
-# write_wrapper writes the wrapper module for one tool into $1.
-write_wrapper() { # dir tool module version pkg
-	local dir=$1 tool=$2 mod=$3 ver=$4 pkg=$5 gomod
+# write_wrapper writes the wrapper module of one build group into $1: the base module's go.mod
+# rewritten, a require of every "module version" pair after the base, and tools.go importing pkgs.
+write_wrapper() { # dir group base-module base-version "mod ver"... -- pkg...
+	local dir=$1 group=$2 base=$3 basever=$4 gomod
+	shift 4
 	mkdir -p "${dir}"
 	[[ -f "${dir}/go.mod" ]] || printf 'module lvms.local/csi-tools-probe\n\ngo 1.26\n' >"${dir}/go.mod"
-	gomod=$(cd "${dir}" && gomod_of "${mod}" "${ver}")
-	[[ -f "${gomod}" ]] || { log "cannot find go.mod of ${mod}@${ver}"; return 1; }
+	gomod=$(cd "${dir}" && gomod_of "${base}" "${basever}")
+	[[ -f "${gomod}" ]] || { log "cannot find go.mod of ${base}@${basever}"; return 1; }
 	# Rename the module; drop toolchain and tool lines; point "X [v] => ./dir" at X@ver.
 	sed -E \
-		-e "s#^module .*#module lvms.local/csi-tools/${tool}#" \
+		-e "s#^module .*#module lvms.local/csi-tools/${group}#" \
 		-e '/^toolchain /d' \
 		-e '/^tool /d' \
-		-e "s#^([[:space:]]*(replace[[:space:]]+)?)([^[:space:]]+)([[:space:]]+v[^[:space:]]+)?[[:space:]]+=>[[:space:]]+\.\.?/.*#\1\3 => \3 ${ver}#" \
+		-e "s#^([[:space:]]*(replace[[:space:]]+)?)([^[:space:]]+)([[:space:]]+v[^[:space:]]+)?[[:space:]]+=>[[:space:]]+\.\.?/.*#\1\3 => \3 ${basever}#" \
 		"${gomod}" >"${dir}/go.mod.tmp"
-	printf '\nrequire %s %s\n' "${mod}" "${ver}" >>"${dir}/go.mod.tmp"
+	while [[ $# -gt 0 && "$1" != "--" ]]; do
+		printf '\nrequire %s\n' "$1" >>"${dir}/go.mod.tmp"
+		shift
+	done
+	shift
 	mv "${dir}/go.mod.tmp" "${dir}/go.mod"
-	cat >"${dir}/tools.go" <<GO
-//go:build tools
-
-// Package tools pins the command this module builds.
-package tools
-
-import _ "${mod}/${pkg}"
-GO
+	{
+		printf '//go:build tools\n\n// Package tools pins the commands this module builds.\npackage tools\n\nimport (\n'
+		local pkg
+		for pkg in "$@"; do printf '\t_ "%s"\n' "${pkg}"; done
+		printf ')\n'
+	} >"${dir}/tools.go"
 }
 
-# build_tool builds one tool unless its .complete marker exists.
-build_tool() { # spec
-	local tool mod ver pkg vflag
-	IFS='|' read -r tool mod ver pkg vflag <<<"$1"
-	if [[ -f "${OUT}/.complete-${tool}" && -x "${OUT}/${tool}" ]]; then
-		log "${tool} ${ver}: already built"
-		return 0
-	fi
-	local dir="${SRC}/${tool}-${ver}" start=${SECONDS}
-	log "${tool} ${ver}: preparing wrapper module ${dir}"
-	write_wrapper "${dir}" "${tool}" "${mod}" "${ver}" "${pkg}"
+# build_group builds every tool of one group that lacks its .complete marker, in one go build.
+build_group() { # group
+	local group=$1 spec tool mod ver pkg vflag g
+	local -a todo=() mods=() pkgs=() ldflags=()
+	for spec in "${TOOLS[@]}"; do
+		IFS='|' read -r tool mod ver pkg vflag g <<<"${spec}"
+		[[ "${g}" == "${group}" ]] || continue
+		if [[ -f "${OUT}/.complete-${tool}" && -x "${OUT}/${tool}" ]]; then
+			log "${tool} ${ver}: already built"
+			continue
+		fi
+		todo+=("${tool}|${vflag}")
+		[[ " ${mods[*]} " == *" ${mod} ${ver} "* ]] || mods+=("${mod} ${ver}")
+		pkgs+=("${mod}/${pkg}")
+		ldflags+=("-ldflags=${mod}/${pkg}=-s -w -X main.version=${ver} -X main.VERSION=${ver}")
+	done
+	[[ ${#todo[@]} -gt 0 ]] || return 0
+	local base basever
+	IFS='|' read -r base basever <<<"${GROUP_BASE[${group}]}"
+	local dir="${SRC}/${group}-${KEY}" start=${SECONDS} tmp="${OUT}/.build.$$"
+	log "group ${group}: preparing wrapper module ${dir}"
+	write_wrapper "${dir}" "${group}" "${base}" "${basever}" "${mods[@]}" -- "${pkgs[@]}"
 	(cd "${dir}" && go mod tidy >&2)
-	log "${tool} ${ver}: building (minutes when the Go build cache is cold)"
-	(cd "${dir}" && CGO_ENABLED=0 go build -trimpath \
-		-ldflags "-s -w -X main.version=${ver} -X main.VERSION=${ver}" \
-		-o "${OUT}/${tool}.tmp.$$" "${mod}/${pkg}" >&2)
-	mv "${OUT}/${tool}.tmp.$$" "${OUT}/${tool}"
-	verify_tool "${tool}" "${vflag}"
-	touch "${OUT}/.complete-${tool}"
-	log "${tool} ${ver}: built in $((SECONDS - start)) s"
+	log "group ${group}: building ${pkgs[*]} (minutes when the Go build cache is cold)"
+	rm -rf "${tmp}"
+	mkdir -p "${tmp}"
+	(cd "${dir}" && CGO_ENABLED=0 go build -trimpath "${ldflags[@]}" -o "${tmp}/" "${pkgs[@]}" >&2)
+	local item
+	for item in "${todo[@]}"; do
+		IFS='|' read -r tool vflag <<<"${item}"
+		mv "${tmp}/${tool}" "${OUT}/${tool}"
+		verify_tool "${tool}" "${vflag}"
+		touch "${OUT}/.complete-${tool}"
+	done
+	rm -rf "${tmp}"
+	log "group ${group}: built in $((SECONDS - start)) s"
 }
 
 # verify_tool runs the binary with its version flag and shows the first line it prints.
@@ -138,8 +170,8 @@ mkdir -p "${OUT}" "${SRC}"
 exec 9>"${OUT}/.lock"
 flock 9
 total=${SECONDS}
-for spec in "${TOOLS[@]}"; do
-	build_tool "${spec}"
+for group in "${GROUPS_IN_ORDER[@]}"; do
+	build_group "${group}"
 done
 copy_crds
 log "all tools ready in $((SECONDS - total)) s: ${OUT}"

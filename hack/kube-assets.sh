@@ -83,14 +83,23 @@ GO
 		ldflags+=" -X k8s.io/${pkg}.gitMajor=1 -X k8s.io/${pkg}.gitMinor=${minor}"
 		ldflags+=" -X k8s.io/${pkg}.gitTreeState=clean"
 	done
-	local cmd
+	local cmd tmp="${OUT}/.build.$$"
+	local -a todo=() pkgs=()
 	for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet; do
 		[[ -x "${OUT}/${cmd}" ]] && continue
-		log "building ${cmd} ${KUBE_VERSION} (several minutes when the Go build cache is cold)"
-		(cd "${SRC}/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" \
-			-o "${OUT}/${cmd}.tmp" "k8s.io/kubernetes/cmd/${cmd}" >&2)
-		mv "${OUT}/${cmd}.tmp" "${OUT}/${cmd}"
+		todo+=("${cmd}")
+		pkgs+=("k8s.io/kubernetes/cmd/${cmd}")
 	done
+	[[ ${#todo[@]} -gt 0 ]] || return 0
+	# One go build for all of them: the linker of one runs while the compiler works on the next.
+	log "building ${todo[*]} ${KUBE_VERSION} (about 10 min on 2 cores when the Go build cache is cold)"
+	rm -rf "${tmp}"
+	mkdir -p "${tmp}"
+	(cd "${SRC}/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}" >&2)
+	for cmd in "${todo[@]}"; do
+		mv "${tmp}/${cmd}" "${OUT}/${cmd}"
+	done
+	rm -rf "${tmp}"
 }
 
 build_etcd() {
