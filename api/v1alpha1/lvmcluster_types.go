@@ -32,6 +32,11 @@ type Storage struct {
 	DeviceClasses []DeviceClass `json:"deviceClasses,omitempty"`
 }
 
+// DryRunAnnotation set to "true" on an LVMCluster (or on one of its LVMVolumeGroups) makes every node
+// agent only plan: nothing is changed on disk, and each node's status says what it would do
+// (DryRunReasonPrefix). Removing it applies that plan.
+const DryRunAnnotation = "lvm.topolvm.io/dry-run"
+
 // LVMStateType is the overall state of an LVMCluster.
 type LVMStateType string
 

@@ -17,6 +17,19 @@ const (
 	VGStatusDegraded    VGStatusType = "Degraded"
 )
 
+// Reasons of a VGStatus that tools such as kubectl lvms read.
+const (
+	// DryRunReasonPrefix starts the reason of a volume group that a node would change in dry-run
+	// (DryRunAnnotation); the steps follow, in order, separated by "; ".
+	DryRunReasonPrefix = "dry-run (" + DryRunAnnotation + "): nothing was changed on disk; would "
+	// ReasonWaitingForNodeAgent is the reason the LVMCluster status gives a selected node's volume
+	// group that the node agent has not reported yet.
+	ReasonWaitingForNodeAgent = "waiting for the node agent to report this volume group"
+	// ExcludedWillBeWiped is the reason an excluded disk carries when the node is to wipe it (the
+	// triple opt-in) and then build the volume group on it.
+	ExcludedWillBeWiped = "will be wiped (deviceSelector.forceWipeDevicesAndDestroyAllData)"
+)
+
 // VGStatus is the state of one volume group on one node.
 type VGStatus struct {
 	// Name of the volume group (the device class).

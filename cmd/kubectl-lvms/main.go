@@ -1,5 +1,6 @@
 // Command kubectl-lvms is the kubectl plugin of the LVM operator: `kubectl lvms status|disks|volumes|why`
-// explain the cluster's LVM storage (docs/kubectl-lvms.md). It is not part of the product image.
+// explain the cluster's LVM storage, and `kubectl lvms plan` previews an LVMCluster in dry-run
+// (docs/kubectl-lvms.md). It is not part of the product image.
 package main
 
 import (

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -50,20 +48,7 @@ func TestCommandsGolden(t *testing.T) {
 			if err := tc.run(context.Background(), c, opts, tc.args, &out); err != nil {
 				t.Fatalf("run: %v", err)
 			}
-			golden := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("read golden file (go test -update writes it): %v", err)
-			}
-			if got := out.String(); got != string(want) {
-				t.Errorf("output differs from %s (go test -update rewrites it)\n--- got:\n%s\n--- want:\n%s",
-					golden, got, want)
-			}
+			compareTestGolden(t, tc.name, out.String())
 		})
 	}
 }
@@ -189,7 +174,7 @@ func TestRootCommand(t *testing.T) {
 	for _, sub := range cmd.Commands() {
 		names = append(names, sub.Name())
 	}
-	for _, want := range []string{"status", "disks", "volumes", "why", "version"} {
+	for _, want := range []string{"status", "disks", "volumes", "why", "plan", "version"} {
 		if !strings.Contains(strings.Join(names, " "), want) {
 			t.Errorf("subcommand %s is missing from %v", want, names)
 		}
@@ -200,5 +185,10 @@ func TestRootCommand(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "unknown output format") {
 		t.Errorf("stderr %q does not tell the user", errOut.String())
+	}
+	cmd = NewRootCommand(streams)
+	cmd.SetArgs([]string{"plan", "--server", "https://127.0.0.1:1"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `required flag(s) "filename" not set`) {
+		t.Fatalf("plan without -f = %v, want the file asked for", err)
 	}
 }

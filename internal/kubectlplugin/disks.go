@@ -161,13 +161,5 @@ func (r *DisksReport) writeTable(out io.Writer) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if lvs > 0 {
-		_, err := fmt.Fprintf(
-			out,
-			"\n%d LVM logical volume(s) left out (thin pools and volumes are not disks; -o yaml lists them).\n",
-			lvs,
-		)
-		return err
-	}
-	return nil
+	return writeLVNote(out, lvs)
 }

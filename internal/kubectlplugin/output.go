@@ -75,3 +75,14 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// writeLVNote says how many LVM logical volumes a table of disks left out, if any: the node agents
+// report them as excluded devices, but thin pools and volumes are not disks.
+func writeLVNote(out io.Writer, lvs int) error {
+	if lvs == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(out,
+		"\n%d LVM logical volume(s) left out (thin pools and volumes are not disks; -o yaml lists them).\n", lvs)
+	return err
+}

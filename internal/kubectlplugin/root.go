@@ -39,7 +39,8 @@ type Options struct {
 	Output string
 }
 
-// Runner is one command: it reads what it needs through c (never writing) and writes its report to out.
+// Runner is one read-only command: it reads what it needs through c (never writing) and writes its
+// report to out. plan, the one command that writes, is RunPlan.
 type Runner func(ctx context.Context, c client.Reader, opts Options, args []string, out io.Writer) error
 
 // NewScheme returns a scheme with client-go's types and the lvm.topolvm.io and topolvm.io APIs.
@@ -74,6 +75,8 @@ type rootOptions struct {
 	restConfig        *rest.Config // given by NewRootCommandWithConfig; else built from configFlags
 	operatorNamespace string
 	output            string
+	// errOut receives the API server's warnings.
+	errOut io.Writer
 }
 
 // NewRootCommand returns the kubectl-lvms command. It takes kubectl's connection flags (--kubeconfig,
@@ -90,12 +93,15 @@ func NewRootCommandWithConfig(streams genericiooptions.IOStreams, cfg *rest.Conf
 }
 
 func newRootCommand(streams genericiooptions.IOStreams, o *rootOptions) *cobra.Command {
+	o.errOut = streams.ErrOut
 	cmd := &cobra.Command{
 		Use:   "kubectl-lvms",
 		Short: "Explain the LVM storage of the cluster: volume groups, disks, volumes and pending claims",
 		Long: "kubectl lvms reads the objects of the LVM operator (LVMCluster, LVMVolumeGroupNodeStatus,\n" +
 			"LogicalVolume) and of Kubernetes (PersistentVolumes, claims, nodes, events) and explains them.\n" +
-			"It never changes anything.",
+			"Every command only reads, except plan: it creates an LVMCluster in dry-run\n" +
+			"(" + lvmv1alpha1.DryRunAnnotation + ": \"true\") to preview what each node would do with it.\n" +
+			"No command touches a disk.",
 		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl lvms"},
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
@@ -145,8 +151,47 @@ func (o *rootOptions) subcommands() []*cobra.Command {
 			Args:  cobra.ExactArgs(1),
 			RunE:  o.run(RunWhy),
 		},
+		o.planCommand(),
 		o.versionCommand(),
 	}
+}
+
+// planCommand is kubectl lvms plan -f FILE.
+func (o *rootOptions) planCommand() *cobra.Command {
+	opts := PlanOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan -f FILE",
+		Short: "Preview an LVMCluster file: create it in dry-run and show what every node would do, touching no disk",
+		Long: "plan creates the LVMCluster of FILE (YAML or JSON; -f - reads stdin) with the annotation\n" +
+			lvmv1alpha1.DryRunAnnotation + ": \"true\", in its metadata.namespace or else --operator-namespace.\n" +
+			"In dry-run the node agents only plan: they change nothing on any disk, and write what they would\n" +
+			"do (wipe, create the volume group on which disks, the thin pool) into the status. plan waits\n" +
+			"until every selected node has reported (--timeout), then shows each node's plan and the disks\n" +
+			"that no device class would use.\n\n" +
+			"Run again with the same file, plan shows the same plan without changing anything. It refuses\n" +
+			"when another LVMCluster exists: an applied one (plan previews an LVMCluster before it is\n" +
+			"applied), or a dry-run one of another spec (delete it first: that is safe, it changed nothing).\n\n" +
+			"To apply the plan, remove the annotation; to discard it, delete the LVMCluster (both commands\n" +
+			"are printed at the end).",
+		Example: "  kubectl lvms plan -f lvmcluster.yaml\n" +
+			"  kubectl lvms plan -f lvmcluster.yaml -o yaml --timeout 10m\n" +
+			"  kubectl get lvmcluster my-lvmcluster -n lvms-system -o yaml --context staging | kubectl lvms plan -f -",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			opts.Options = Options{OperatorNamespace: o.operatorNamespace, Output: o.output}
+			opts.Stdin = cmd.InOrStdin()
+			return RunPlan(cmd.Context(), c, opts, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVarP(&opts.File, "filename", "f", "", "the LVMCluster to preview, YAML or JSON (- for stdin)")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", DefaultPlanTimeout,
+		"how long to wait for every node's plan")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
 }
 
 // versionCommand prints the build information of the binary.
@@ -184,12 +229,13 @@ func (o *rootOptions) run(r Runner) func(*cobra.Command, []string) error {
 
 func (o *rootOptions) client() (client.Client, error) {
 	if o.restConfig != nil {
-		return NewClient(o.restConfig)
+		return NewClient(o.withWarnings(o.restConfig))
 	}
 	cfg, err := o.configFlags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
+	cfg = o.withWarnings(cfg)
 	s, err := NewScheme()
 	if err != nil {
 		return nil, err
@@ -204,6 +250,16 @@ func (o *rootOptions) client() (client.Client, error) {
 		return nil, fmt.Errorf("create client for %s: %w", cfg.Host, err)
 	}
 	return c, nil
+}
+
+// withWarnings returns a copy of cfg that writes the API server's warnings to stderr as kubectl does
+// (those of the admission webhook about the LVMCluster that plan creates, say).
+func (o *rootOptions) withWarnings(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if o.errOut != nil {
+		cfg.WarningHandler = rest.NewWarningWriter(o.errOut, rest.WarningWriterOptions{Deduplicate: true})
+	}
+	return cfg
 }
 
 // namespace is -n, else the kubeconfig context's namespace, else "default".

@@ -70,6 +70,16 @@ type env struct {
 // deleted at its end.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	e := connect(t)
+	e.ensureLVMCluster()
+	e.createNamespace()
+	return e
+}
+
+// connect returns the test's access to the cluster, changing nothing: no LVMCluster, no namespace
+// (TestKubectlLVMSPlan creates the LVMCluster itself).
+func connect(t *testing.T) *env {
+	t.Helper()
 	kubeconfig := os.Getenv("KUBECONFIG")
 	if kubeconfig == "" {
 		t.Skip("KUBECONFIG is not set: run hack/e2e.sh")
@@ -92,32 +102,33 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("clientset: %v", err)
 	}
-	e := &env{t: t, c: c, cs: cs, cfg: cfg, ns: "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))}
-	e.ensureLVMCluster()
+	return &env{t: t, c: c, cs: cs, cfg: cfg, ns: "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))}
+}
+
+// createNamespace creates the test's namespace, whose content is deleted at the test's end.
+func (e *env) createNamespace() {
+	e.t.Helper()
 	// A namespace of an earlier run on a kept cluster may still be terminating: wait it out.
 	e.waitFor("namespace "+e.ns, func(ctx context.Context) (bool, string, error) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}
-		err := c.Create(ctx, ns)
+		err := e.c.Create(ctx, ns)
 		if apierrors.IsAlreadyExists(err) {
-			if err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {
+			if err := e.c.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {
 				return false, "", client.IgnoreNotFound(err)
 			}
 			return ns.DeletionTimestamp == nil, "namespace terminating", nil
 		}
 		return err == nil, "", err
 	})
-	t.Cleanup(e.deleteNamespaceContent)
-	return e
+	e.t.Cleanup(e.deleteNamespaceContent)
 }
 
 func (e *env) ctx() context.Context { return e.t.Context() }
 
-// ensureLVMCluster creates the e2e LVMCluster (a thick and a thin device class on separate disks,
-// and the small thin one of TestNoDataAcrossTenants)
-// unless it exists, and waits until it is Ready.
-func (e *env) ensureLVMCluster() {
-	e.t.Helper()
-	want := &lvmv1alpha1.LVMCluster{
+// e2eLVMCluster is the suite's LVMCluster: a thick and a thin device class on separate disks, and the
+// small thin one of TestNoDataAcrossTenants.
+func e2eLVMCluster() *lvmv1alpha1.LVMCluster {
+	return &lvmv1alpha1.LVMCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e", Namespace: operatorNS},
 		Spec: lvmv1alpha1.LVMClusterSpec{Storage: lvmv1alpha1.Storage{DeviceClasses: []lvmv1alpha1.DeviceClass{
 			{Name: "thick", FilesystemType: lvmv1alpha1.FilesystemTypeExt4,
@@ -147,6 +158,13 @@ func (e *env) ensureLVMCluster() {
 			},
 		}}},
 	}
+}
+
+// ensureLVMCluster creates the e2e LVMCluster (e2eLVMCluster) unless it exists, and waits until it is
+// Ready.
+func (e *env) ensureLVMCluster() {
+	e.t.Helper()
+	want := e2eLVMCluster()
 	var all lvmv1alpha1.LVMClusterList
 	if err := e.c.List(e.ctx(), &all, client.InNamespace(operatorNS)); err != nil {
 		e.t.Fatalf("list LVMClusters: %v", err)
@@ -170,6 +188,14 @@ func (e *env) ensureLVMCluster() {
 	if err != nil {
 		e.t.Fatalf("LVMCluster e2e: %v", err)
 	}
+	e.waitForReady()
+}
+
+// waitForReady waits until the LVMCluster e2e is Ready.
+func (e *env) waitForReady() {
+	e.t.Helper()
+	want := e2eLVMCluster()
+	var got lvmv1alpha1.LVMCluster
 	e.waitForWithin(readyTimeout, "LVMCluster e2e Ready", func(ctx context.Context) (bool, string, error) {
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(want), &got); err != nil {
 			return false, "", err

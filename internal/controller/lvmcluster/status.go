@@ -26,7 +26,7 @@ const (
 	ReasonPVCsExist         = "PersistentVolumeClaimsExist"
 	ReasonTearingDown       = "TearingDown"
 	ReasonDuplicateCluster  = "DuplicateLVMCluster"
-	reasonWaitingForNode    = "waiting for the node agent to report this volume group"
+	reasonWaitingForNode    = lvmv1alpha1.ReasonWaitingForNodeAgent
 	reasonNodeStatusMissing = "NodeStatusMissing"
 )
 

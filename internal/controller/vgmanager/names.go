@@ -8,8 +8,8 @@ import (
 
 // DryRunAnnotation set to "true" on the LVMCluster that owns an LVMVolumeGroup (or on the
 // LVMVolumeGroup itself) makes every node only plan: nothing is changed on disk, and the status
-// says what would be done.
-const DryRunAnnotation = "lvm.topolvm.io/dry-run"
+// says what would be done. It is defined in the API package, which tools read it from.
+const DryRunAnnotation = lvmv1alpha1.DryRunAnnotation
 
 // WipedAnnotationPrefix is the prefix of the annotation a node writes on an LVMVolumeGroup right after
 // its one-time wipe (deviceSelector.forceWipeDevicesAndDestroyAllData); the node name follows it.

@@ -104,8 +104,11 @@ func (m *NodeManager) Reconcile(ctx context.Context, in Input, hooks Hooks) (Out
 		return out, nil
 	}
 	if in.DryRun {
-		out.Status = p.status(lvmv1alpha1.VGStatusProgressing, fmt.Sprintf(
-			"dry-run (%s): nothing was changed on disk; would %s", DryRunAnnotation, strings.Join(changes, "; ")))
+		// Each change is one step and none contains "; ": tools split the steps out of the reason.
+		out.Status = p.status(
+			lvmv1alpha1.VGStatusProgressing,
+			lvmv1alpha1.DryRunReasonPrefix+strings.Join(changes, "; "),
+		)
 		return out, nil
 	}
 	if hooks.BeforeChange != nil {

@@ -361,7 +361,7 @@ func (p *plan) excluded() []lvmv1alpha1.ExcludedDevice {
 		case !v.Usable() && !p.inVG(v.Device):
 			reasons := slices.Clone(v.Reasons)
 			if slices.Contains(p.wipe, name) {
-				reasons = append(reasons, "will be wiped (deviceSelector.forceWipeDevicesAndDestroyAllData)")
+				reasons = append(reasons, lvmv1alpha1.ExcludedWillBeWiped)
 			} else if p.in.AlreadyWiped && p.selected(v.Device) {
 				reasons = append(
 					reasons,
