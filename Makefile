@@ -100,17 +100,17 @@ lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./...
 
 .PHONY: test
-test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, alert tests, verify. Installs what it needs.
-	$(MAKE) tools
-	$(MAKE) test-unit
-	$(MAKE) fuzz
-	$(MAKE) test-lvm
-	$(MAKE) sanity
-	$(MAKE) e2e
-	$(MAKE) check-dist
-	$(MAKE) test-rules
-	$(MAKE) verify
-	@echo "make test: all passed"
+TEST_PHASES := tools test-unit fuzz test-lvm sanity e2e check-dist test-rules verify
+
+test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, alert tests, verify. Installs what it needs; prints each phase's time.
+	@start=$$SECONDS; times=""; \
+	for phase in $(TEST_PHASES); do \
+		t=$$SECONDS; \
+		$(MAKE) --no-print-directory $$phase; \
+		times+="$$(printf '  %-11s %5d s' "$$phase" "$$((SECONDS - t))")"$$'\n'; \
+	done; \
+	echo "make test: phase times"; printf '%s' "$$times"; \
+	echo "make test: all passed in $$((SECONDS - start)) s"
 
 .PHONY: test-unit
 test-unit: ## Unit tests and envtest suites with the race detector (self-built kube-apiserver + etcd).
