@@ -116,8 +116,21 @@ func baseFiles(t *Tree) {
 	t.AddDir("home/nonroot", 0o700, nonrootUID, nonrootUID)
 }
 
-// write writes the SBOM next to the output and the image as an OCI archive.
+// write writes the SBOM next to the output and the image as an OCI archive, unless the archive
+// there was written from the same inputs (inputsKey): then it is kept as it is, since the same
+// inputs give the same archive.
 func (b *Builder) write(spec Spec, name string, sbom []byte) (Result, error) {
+	key, err := inputsKey(b.opts.RepoDir, spec, sbom)
+	if err != nil {
+		return Result{}, err
+	}
+	if res, ok := cached(b.opts.OutDir, name, key); ok {
+		b.progress("image %s: unchanged inputs, keeping %s", spec.Ref, res.Archive)
+		return res, nil
+	}
+	if err := forget(b.opts.OutDir, name); err != nil {
+		return Result{}, err
+	}
 	if err := os.WriteFile(filepath.Join(b.opts.OutDir, name+".spdx.json"), sbom, 0o644); err != nil {
 		return Result{}, fmt.Errorf("write SBOM of %s: %w", name, err)
 	}
@@ -125,7 +138,11 @@ func (b *Builder) write(spec Spec, name string, sbom []byte) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return WriteArchive(img, spec.Ref, b.opts.OutDir, name, b.opts.Epoch)
+	res, err := WriteArchive(img, spec.Ref, b.opts.OutDir, name, b.opts.Epoch)
+	if err != nil {
+		return res, err
+	}
+	return res, record(b.opts.OutDir, name, key, res)
 }
 
 // static describes an image of one static Go binary.
