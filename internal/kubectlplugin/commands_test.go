@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -100,16 +101,22 @@ func TestJSONRoundTrip(t *testing.T) {
 			if err := g.run(ctx, c, opts, g.args, &out); err != nil {
 				t.Fatal(err)
 			}
-			got := g.empty()
-			dec := json.NewDecoder(&out)
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(got); err != nil {
-				t.Fatalf("decode: %v", err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("decoded JSON differs from the report:\ngot  %+v\nwant %+v", got, want)
-			}
+			assertDecodesTo(t, &out, g.empty(), want)
 		})
+	}
+}
+
+// assertDecodesTo decodes the JSON of r into got, refusing unknown fields, and fails unless it
+// equals want.
+func assertDecodesTo(t *testing.T, r io.Reader, got, want any) {
+	t.Helper()
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(got); err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded JSON differs from the report:\ngot  %+v\nwant %+v", got, want)
 	}
 }
 

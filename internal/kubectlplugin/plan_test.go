@@ -3,7 +3,6 @@ package kubectlplugin
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -191,16 +190,7 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 	}
 	lc.Spec = readTestPlanFile(t).Spec
 	lc.Status = plannedStatus()
-	want := buildPlanReport(lc)
-	got := &PlanReport{}
-	dec := json.NewDecoder(&out)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(got); err != nil {
-		t.Fatalf("decode: %v", err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("decoded JSON differs from the report:\ngot  %+v\nwant %+v", got, want)
-	}
+	assertDecodesTo(t, &out, &PlanReport{}, buildPlanReport(lc))
 }
 
 // TestPlanExisting checks what plan does with the LVMClusters that already exist: it shows its own
