@@ -15,7 +15,8 @@ type Capacity struct {
 	// Ready is false when the VG (or the thin pool) does not exist or the
 	// VG is not tagged as ours.
 	Ready bool
-	// FreeBytes is what new LVs may take: VG free minus spare (thick), or
+	// FreeBytes is the size of the largest new LV: VG free minus spare (thick), for RAID
+	// classes the largest RAID LV lvcreate can allocate in that (raidcap.go), or
 	// overprovision ratio × pool size minus the virtual sizes of the pool's
 	// thin LVs (thin); never negative.
 	FreeBytes uint64
@@ -78,6 +79,9 @@ func classCapacity(dc *DeviceClass, s *lvm.State, p pending, id lvm.Identity) Ca
 		c.VGSizeBytes, c.VGFreeBytes = vg.Size, vg.Free
 		c.SizeBytes = vg.Size
 		c.FreeBytes = sub(sub(vg.Free, p.vg[vg.Name]), dc.SpareBytes())
+		if dc.RAID != nil {
+			c.FreeBytes = raidFreeBytes(layoutOf(dc, false), s, vg, c.FreeBytes)
+		}
 		return c
 	}
 	pool, ok := s.LV(vg.Name, dc.ThinPool.Name)

@@ -74,7 +74,13 @@ type change struct {
 	vg, poolKey string
 	physical    uint64
 	virtual     uint64
-	lv          lvm.LV
+	// logical is the LV bytes a thick change adds (checked against a RAID class's
+	// capacity, which is in LV bytes); layout and grow tell how its extents are
+	// taken from the cached PVs (a grow adds no RAID metadata).
+	logical uint64
+	layout  layout
+	grow    bool
+	lv      lvm.LV
 }
 
 // CreateLV creates an LV, or returns the existing one of the same name, kind
@@ -98,7 +104,7 @@ func (s *Service) CreateLV(ctx context.Context, req CreateLVRequest) (LV, error)
 	defer s.locks.lock(dc.VolumeGroup + "/" + req.Name)()
 
 	plan := func() (*change, *LV, error) { return s.planCreate(dc, oc != nil, req, tags) }
-	c, existing, err := s.withState(ctx, plan)
+	c, existing, err := s.withState(ctx, dc.RAID != nil, plan)
 	if err != nil || existing != nil {
 		return deref(existing), wrapf(err, "create LV %s in device class %s", req.Name, dc.Name)
 	}
@@ -149,13 +155,19 @@ func (s *Service) resolve(class, optionClass string) (*DeviceClass, *LVCreateOpt
 
 // withState reads the state if needed and runs plan; when plan finds the
 // class not ready, the state is read once more (the VG or pool may have been
-// created since) and plan runs again.
-func (s *Service) withState(ctx context.Context, plan func() (*change, *LV, error)) (*change, *LV, error) {
+// created since) and plan runs again. So it does when a RAID class looks full: removes
+// do not know the PVs their extents return to, so the cached PV free counts a RAID
+// class's capacity is computed from may be low until the state is read again.
+func (s *Service) withState(
+	ctx context.Context,
+	raid bool,
+	plan func() (*change, *LV, error),
+) (*change, *LV, error) {
 	if err := s.ensureState(ctx); err != nil {
 		return nil, nil, err
 	}
 	c, lv, err := plan()
-	if !errors.Is(err, ErrNotReady) {
+	if !errors.Is(err, ErrNotReady) && (!raid || !errors.Is(err, ErrInsufficientCapacity)) {
 		return c, lv, err
 	}
 	if rerr := s.Refresh(ctx); rerr != nil {
@@ -218,7 +230,7 @@ func (s *Service) planCreate(
 		c.poolKey, c.virtual = vg.Name+"/"+pool.Name, size
 		c.lv.PoolLV, c.lv.Attr = pool.Name, mustAttr("Vwi-a-tz--")
 	} else {
-		c.physical = l.physical(size, vg.ExtentSize)
+		c.physical, c.logical, c.layout = l.physical(size, vg.ExtentSize), size, l
 	}
 	if err := s.reserve(dc, c); err != nil {
 		return nil, nil, err
@@ -249,8 +261,11 @@ func existingLV(dc *DeviceClass, lv lvm.LV, size uint64) (*LV, error) {
 func (s *Service) reserve(dc *DeviceClass, c *change) error {
 	free := classCapacity(dc, s.state, s.res, s.lvm.Identity()).FreeBytes
 	need := c.physical
-	if c.poolKey != "" {
+	switch {
+	case c.poolKey != "":
 		need = c.virtual
+	case dc.RAID != nil:
+		need = c.logical
 	}
 	if need > free {
 		return fmt.Errorf(
@@ -298,7 +313,15 @@ func (s *Service) commit(c *change) {
 			vg.LVCount++
 			takeBytes(vg, c.physical)
 		})
+		takeChangePVs(st, c)
 	})
+}
+
+// takeChangePVs takes a thick change's extents from the cached PVs of its VG.
+func takeChangePVs(st *lvm.State, c *change) {
+	if vg, ok := st.VG(c.vg); ok && c.poolKey == "" && vg.ExtentSize > 0 {
+		takePVExtents(st, vg, c.layout, c.logical/vg.ExtentSize, !c.grow)
+	}
 }
 
 // takeBytes moves n bytes of the VG from free to used (negative: back).

@@ -113,6 +113,9 @@ func (s *Service) RemoveLV(ctx context.Context, name, class string) error {
 			giveBytes(v, freed)
 		})
 	})
+	if freed > 0 {
+		s.markPVsStale(vg.Name)
+	}
 	return nil
 }
 
@@ -199,6 +202,7 @@ func (s *Service) ResizeLV(ctx context.Context, name, class string, size uint64)
 		}
 		st.LVs[i].Size = newSize
 		updateVG(st, vg.Name, func(v *lvm.VG) { takeBytes(v, c.physical) })
+		takeChangePVs(st, c)
 	})
 	current.Size = newSize
 	return current, nil
@@ -230,6 +234,7 @@ func (s *Service) planResize(dc *DeviceClass, name string, size uint64) (lvm.VG,
 		c.poolKey, c.virtual = vg.Name+"/"+lv.PoolLV, newSize-lv.Size
 	} else {
 		c.physical = sub(l.physical(newSize, vg.ExtentSize), l.physical(lv.Size, vg.ExtentSize))
+		c.logical, c.layout, c.grow = newSize-lv.Size, l, true
 	}
 	if err := s.reserve(dc, c); err != nil {
 		return vg, nil, LV{}, err

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 // slowReport is an executor whose next `lvm fullreport` reads the state and
@@ -75,4 +77,37 @@ func TestRunSeesAClassReplacedDuringItsFirstRead(t *testing.T) {
 	}
 	cancel()
 	wantErr(t, <-done, nil)
+}
+
+// A remove from the VG of a RAID class makes Run read the state at once: the cache
+// cannot tell which PVs the freed extents went back to, and RAID capacity depends on
+// them.
+func TestRunReadsStateAfterRemoveInRAIDVG(t *testing.T) {
+	cfg := testConfig()
+	cfg.DeviceClasses = append(cfg.DeviceClasses, lvmd.DeviceClass{
+		Name: "mirror", VolumeGroup: "vg", SpareGB: ptr(uint64(0)),
+		RAID: &lvmd.RAIDConfig{Type: lvm.RAID1, Mirrors: 1},
+	})
+	e := newEnv(t, cfg)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.svc.Run(ctx) }()
+	waitCount(t, e.fake, 1)
+	e.create("m", "mirror", gib)
+	wantErr(t, e.svc.RemoveLV(t.Context(), "m", "mirror"), nil)
+	waitCount(t, e.fake, 2)
+	cancel()
+	wantErr(t, <-done, nil)
+}
+
+// waitCount waits until the fake has run n state reads.
+func waitCount(t *testing.T, f *fakelvm.LVM, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Count("fullreport") < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d state reads, want %d", f.Count("fullreport"), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -40,6 +40,9 @@ type Service struct {
 	interval time.Duration
 	locks    *keyedMutex
 	watch    *notifier[[]Capacity]
+	// pvsStale asks Run for a state read: a remove returned extents to PVs the cache
+	// cannot name, and RAID capacity is computed from the PVs (raidcap.go).
+	pvsStale chan struct{}
 
 	// refreshMu serializes full state reads.
 	refreshMu sync.Mutex
@@ -75,6 +78,7 @@ func NewService(o Options) (*Service, error) {
 		locks:    newKeyedMutex(),
 		watch:    newNotifier(capacitiesEqual),
 		res:      newPending(),
+		pvsStale: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -82,7 +86,8 @@ func NewService(o Options) (*Service, error) {
 func (s *Service) Classes() *DeviceClassManager { return s.classes }
 
 // Run reads the state, then keeps it fresh until ctx ends: every refresh
-// interval and whenever the device classes are replaced. Refresh failures
+// interval, whenever the device classes are replaced, and after a remove from the VG
+// of a RAID class (markPVsStale). Refresh failures
 // are logged (logger from ctx) and retried on the next tick. It returns the
 // error of the first read, or nil when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
@@ -106,10 +111,27 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			log.V(1).Info("Device classes replaced, reading LVM state")
 			s.publish()
+		case <-s.pvsStale:
+			log.V(1).Info("LV removed from a RAID class's volume group, reading LVM state")
 		case <-tick.C:
 		}
 		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Reading LVM state failed")
+		}
+	}
+}
+
+// markPVsStale asks Run to read the state when VG vg serves a RAID class: the remove
+// that freed extents in it could not tell the cache which PVs they went back to, so
+// the class's capacity stays low (never high) until the next read.
+func (s *Service) markPVsStale(vg string) {
+	for _, dc := range s.classes.Config().DeviceClasses {
+		if dc.VolumeGroup == vg && dc.RAID != nil {
+			select {
+			case s.pvsStale <- struct{}{}:
+			default:
+			}
+			return
 		}
 	}
 }

@@ -57,7 +57,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, 
 	defer s.locks.lock(dc.VolumeGroup + "/" + req.Name)()
 
 	plan := func() (*change, *LV, error) { return s.planSnapshot(dc, req, tags) }
-	c, existing, err := s.withState(ctx, plan)
+	c, existing, err := s.withState(ctx, false, plan)
 	if errors.Is(err, errRestoreByCopy) {
 		return s.restoreByCopy(ctx, dc, req)
 	}
@@ -113,7 +113,7 @@ func (s *Service) planSnapshot(dc *DeviceClass, req SnapshotRequest, tags []stri
 		c.poolKey, c.virtual = vg.Name+"/"+src.PoolLV, src.Size
 	} else {
 		c.lv.Size, c.lv.Attr = roundUp(cowSize(min(req.Size, src.Size)), vg.ExtentSize), mustAttr("s"+perm+"i-a-s---")
-		c.physical = c.lv.Size
+		c.physical, c.logical = c.lv.Size, c.lv.Size
 	}
 	if err := s.reserve(dc, c); err != nil {
 		return nil, nil, err

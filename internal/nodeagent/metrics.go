@@ -31,7 +31,8 @@ const (
 //
 //   - topolvm_volumegroup_size_bytes: the size of the class's volume group, thin classes too;
 //   - topolvm_volumegroup_available_bytes: the volume group's free bytes, less the spare for thick
-//     classes (what new volumes may take); for thin classes the volume group's free bytes outside
+//     classes (what new volumes may take; for RAID classes the largest RAID LV lvm2 can allocate,
+//     docs/lvmd.md); for thin classes the volume group's free bytes outside
 //     the pool;
 //   - topolvm_thinpool_size_bytes, _data_percent, _metadata_percent: the thin pool as lvm2 reports it;
 //   - topolvm_thinpool_overprovisioned_available: overprovision ratio × pool size − the virtual sizes
@@ -62,7 +63,7 @@ func NewMetrics(node string, src CapacityWatcher) *Metrics {
 		src:  src,
 		vgAvailable: desc(
 			MetricVolumeGroupAvailableBytes,
-			"Free bytes of the device class's volume group (thick classes: less the spare).",
+			"Free bytes of the device class's volume group (thick classes: less the spare; RAID: the largest RAID LV).",
 		),
 		vgSize: desc(MetricVolumeGroupSizeBytes, "Size in bytes of the device class's volume group."),
 		tpSize: desc(MetricThinPoolSizeBytes, "Size in bytes of the device class's thin pool."),

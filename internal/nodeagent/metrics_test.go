@@ -25,7 +25,7 @@ const header = `
 # TYPE topolvm_thinpool_overprovisioned_available gauge
 # HELP topolvm_thinpool_size_bytes Size in bytes of the device class's thin pool.
 # TYPE topolvm_thinpool_size_bytes gauge
-# HELP topolvm_volumegroup_available_bytes Free bytes of the device class's volume group (thick classes: less the spare).
+# HELP topolvm_volumegroup_available_bytes Free bytes of the device class's volume group (thick classes: less the spare; RAID: the largest RAID LV).
 # TYPE topolvm_volumegroup_available_bytes gauge
 # HELP topolvm_volumegroup_size_bytes Size in bytes of the device class's volume group.
 # TYPE topolvm_volumegroup_size_bytes gauge
@@ -60,7 +60,7 @@ topolvm_volumegroup_size_bytes{device_class="ssd",node="node-a"} 1000
 topolvm_volumegroup_size_bytes{device_class="thin",node="node-a"} 250
 `},
 		{name: "a removed class disappears", updates: [][]lvmd.Capacity{{thick, thin}, {thick}}, want: `
-# HELP topolvm_volumegroup_available_bytes Free bytes of the device class's volume group (thick classes: less the spare).
+# HELP topolvm_volumegroup_available_bytes Free bytes of the device class's volume group (thick classes: less the spare; RAID: the largest RAID LV).
 # TYPE topolvm_volumegroup_available_bytes gauge
 topolvm_volumegroup_available_bytes{device_class="ssd",node="node-a"} 100
 # HELP topolvm_volumegroup_size_bytes Size in bytes of the device class's volume group.
