@@ -144,6 +144,8 @@ type Signature struct {
 	PartTable string
 	// PartLabel is the partition's GPT name, for partitions.
 	PartLabel string
+	// UUID is the filesystem UUID blkid reports (a btrfs filesystem's fsid), "" when none.
+	UUID string
 }
 
 // ProbeSignatures probes dev directly (`blkid -p`, bypassing udev's cache).
@@ -172,6 +174,7 @@ func ProbeSignatures(ctx context.Context, e exec.Executor, dev string) (Signatur
 	}
 	sig.PartTable = kv["PTTYPE"]
 	sig.PartLabel = kv["PART_ENTRY_NAME"]
+	sig.UUID = kv["UUID"]
 	return sig, nil
 }
 

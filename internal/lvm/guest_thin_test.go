@@ -150,6 +150,12 @@ func TestGuestExtendMountedFilesystem(t *testing.T) {
 			func(_, mnt string) []string { return []string{"xfs_growfs", mnt} },
 			320,
 		},
+		{
+			"btrfs",
+			[]string{"mkfs.btrfs", "-q", "-f"},
+			func(_, mnt string) []string { return []string{"btrfs", "filesystem", "resize", "max", mnt} },
+			200,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fs, func(t *testing.T) {

@@ -24,32 +24,37 @@ var (
 )
 
 // detectFilesystem probes dev directly (not udev's cache) and returns its filesystem type, "" when the
-// device carries no signature. A device that cannot be read is an error, never blank.
-func (s *Server) detectFilesystem(ctx context.Context, dev string) (string, error) {
+// device carries no signature, and the filesystem's UUID. A device that cannot be read is an error,
+// never blank.
+func (s *Server) detectFilesystem(ctx context.Context, dev string) (fsType, uuid string, err error) {
 	sig, err := devices.ProbeSignatures(ctx, s.exec, dev)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	switch {
 	case slices.Contains(sig.Types, devices.Ambivalent):
-		return "", fmt.Errorf("%w: %s carries conflicting signatures", errFilesystemMismatch, dev)
+		return "", "", fmt.Errorf("%w: %s carries conflicting signatures", errFilesystemMismatch, dev)
 	case len(sig.Types) > 0:
-		return sig.Types[0], nil
+		return sig.Types[0], sig.UUID, nil
 	case sig.PartTable != "":
 		// A partition table is still not blank.
-		return "partition table " + sig.PartTable, nil
+		return "partition table " + sig.PartTable, "", nil
 	}
-	return "", nil
+	return "", "", nil
 }
 
-// ensureFilesystem formats a blank dev with fsType and refuses a device carrying anything else.
+// ensureFilesystem formats a blank dev with fsType and refuses a device carrying anything else. An
+// existing btrfs gets a fresh fsid first when another device mounted on this node has its fsid.
 func (s *Server) ensureFilesystem(ctx context.Context, dev, fsType string) (formatted bool, err error) {
-	existing, err := s.detectFilesystem(ctx, dev)
+	existing, uuid, err := s.detectFilesystem(ctx, dev)
 	if err != nil {
 		return false, err
 	}
 	switch existing {
 	case fsType:
+		if fsType == lvmcsi.FSBtrfs {
+			return false, s.ensureUniqueBtrfsFSID(ctx, dev, uuid)
+		}
 		return false, nil
 	case "":
 	default:
@@ -75,7 +80,7 @@ func mkfsCommand(fsType, dev string) (string, []string) {
 
 // resizeFilesystem grows the filesystem of dev mounted at path to the device size.
 func (s *Server) resizeFilesystem(ctx context.Context, dev, path string) error {
-	fsType, err := s.detectFilesystem(ctx, dev)
+	fsType, _, err := s.detectFilesystem(ctx, dev)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,10 @@
 // logical volumes into pods (filesystem volumes) or bind-mounts their device nodes (raw block volumes),
 // grows filesystems after expansion and reports usage and health (NodeGetVolumeHealth).
 //
-// Host commands (blkid, mkfs, resize2fs, xfs_growfs, btrfs) run through the one exec.Executor; mounts go
-// through k8s.io/mount-utils. Where a volume's device lives is asked of a Volumes implementation (the
-// node agent's lvmd). Volumes are not staged: each publish mounts the device at its target.
+// Host commands (blkid, mkfs, resize2fs, xfs_growfs, btrfs, btrfstune) run through the one
+// exec.Executor; mounts go through k8s.io/mount-utils. Where a volume's device lives is asked of a
+// Volumes implementation (the node agent's lvmd). Volumes are not staged: each publish mounts the
+// device at its target.
 package node
 
 import (
@@ -36,7 +37,7 @@ type Options struct {
 	Volumes Volumes
 	// Mounter mounts and unmounts (mount.New("") in production, mount.NewFakeMounter in tests).
 	Mounter mount.Interface
-	// Exec runs blkid, mkfs.*, resize2fs, xfs_growfs and btrfs.
+	// Exec runs blkid, mkfs.*, resize2fs, xfs_growfs, btrfs and btrfstune.
 	Exec exec.Executor
 	// KubeletDir is the kubelet's root directory (DefaultKubeletDir when empty). Target and volume
 	// paths must lie below it: NodePublish, NodeUnpublish and NodeExpand refuse any other path with
@@ -55,6 +56,8 @@ type Server struct {
 	locks    lvmcsi.VolumeLocks
 	// kubeletDir confines target and volume paths.
 	kubeletDir string
+	// btrfsSysDir lists the mounted btrfs filesystems (defaultBtrfsSysDir; tests change it).
+	btrfsSysDir string
 }
 
 // New returns the Node service.
@@ -64,7 +67,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		nodeName: o.NodeName, volumes: o.Volumes, mounter: o.Mounter, exec: o.Exec,
-		kubeletDir: kubeletDirOrDefault(o.KubeletDir),
+		kubeletDir: kubeletDirOrDefault(o.KubeletDir), btrfsSysDir: defaultBtrfsSysDir,
 	}, nil
 }
 

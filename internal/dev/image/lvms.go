@@ -94,7 +94,8 @@ func toolsTree(ctx context.Context, debs []Deb) (*Tree, error) {
 		return nil, fmt.Errorf("no /etc/lvm/lvm.conf from the lvm2 package")
 	}
 	for _, tool := range []string{"lvm", "mkfs.ext4", "resize2fs", "mkfs.xfs", "xfs_growfs", "mkfs.btrfs",
-		"btrfs", "blkid", "wipefs", "lsblk", "nsenter", "mount", "umount", "fsck", "dmsetup", "thin_check"} {
+		"btrfs", "btrfstune", "blkid", "wipefs", "lsblk", "nsenter", "mount", "umount", "fsck", "dmsetup",
+		"thin_check"} {
 		if !hasCommand(t, tool) {
 			return nil, fmt.Errorf("no %s in /usr/sbin or /usr/bin", tool)
 		}
