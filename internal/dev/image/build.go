@@ -138,7 +138,7 @@ func (b *Builder) write(spec Spec, name string, sbom []byte) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := WriteArchive(img, spec.Ref, b.opts.OutDir, name, b.opts.Epoch)
+	res, err := WriteArchive(img, spec.Ref, b.opts.OutDir, name, spec.Created)
 	if err != nil {
 		return res, err
 	}
@@ -150,7 +150,15 @@ type static struct {
 	ref, name, source, user string
 	file                    string
 	bin                     GoBinary
+	// created dates the image (and its files and SBOM).
+	created time.Time
 }
+
+// FixedEpoch dates the images that hold nothing of this repository (the CSI sidecars and the
+// busybox workload): they do not take the commit's SOURCE_DATE_EPOCH, so a new commit leaves them,
+// and their digests, as they were (and the next build keeps their archives, see cache.go). Like
+// distroless images, they say 1970-01-01.
+var FixedEpoch = time.Unix(0, 0).UTC()
 
 // staticImage builds an image of one static Go binary at /<name> plus base files, as the
 // upstream kubernetes-csi images (on distroless/static) are.
@@ -161,7 +169,7 @@ func (b *Builder) staticImage(s static) (Result, error) {
 		return Result{}, err
 	}
 	s.bin.Path = "/" + s.name
-	sbom, err := SBOM{Image: s.ref, Version: tagOf(s.ref), Created: b.opts.Epoch, Binaries: []GoBinary{s.bin}}.JSON()
+	sbom, err := SBOM{Image: s.ref, Version: tagOf(s.ref), Created: s.created, Binaries: []GoBinary{s.bin}}.JSON()
 	if err != nil {
 		return Result{}, err
 	}
@@ -170,12 +178,12 @@ func (b *Builder) staticImage(s static) (Result, error) {
 		return Result{}, fmt.Errorf("image %s: %w", s.ref, err)
 	}
 	spec := Spec{
-		Ref: s.ref, Created: b.opts.Epoch, Entrypoint: []string{"/" + s.name}, User: s.user,
+		Ref: s.ref, Created: s.created, Entrypoint: []string{"/" + s.name}, User: s.user,
 		Env:    []string{DefaultPath},
 		Layers: []Layer{{Tree: t, CreatedBy: "lvms-dev image build: /" + s.name + " " + tagOf(s.ref)}},
 		Labels: map[string]string{
 			LabelTitle: s.name, LabelVersion: tagOf(s.ref), LabelSource: s.source,
-			LabelCreated: b.opts.Epoch.UTC().Format(time.RFC3339),
+			LabelCreated: s.created.UTC().Format(time.RFC3339),
 		},
 	}
 	b.progress("image %s: %d files, %s MiB uncompressed", s.ref, len(t.entries), MiB(t.Size()))
@@ -198,7 +206,7 @@ func (b *Builder) Sidecars(_ context.Context) ([]Result, error) {
 		// The operator pod runs its sidecars with runAsNonRoot, as the upstream images (distroless
 		// nonroot) allow.
 		res, err := b.staticImage(static{ref: s.Ref, name: s.Name, source: s.Source, file: file, bin: bin,
-			user: fmt.Sprintf("%d:%d", nonrootUID, nonrootUID)})
+			user: fmt.Sprintf("%d:%d", nonrootUID, nonrootUID), created: FixedEpoch})
 		if err != nil {
 			return out, err
 		}
@@ -215,7 +223,7 @@ func (b *Builder) Pause(ctx context.Context) (Result, error) {
 	}
 	return b.staticImage(static{
 		ref: PauseRef, name: "pause", source: "https://" + Module, file: file, bin: bin,
-		user: fmt.Sprintf("%d:%d", nonrootUID, nonrootUID),
+		user: fmt.Sprintf("%d:%d", nonrootUID, nonrootUID), created: b.opts.Epoch,
 	})
 }
 
@@ -237,7 +245,7 @@ func (b *Builder) Workload(ctx context.Context) (Result, error) {
 	for _, applet := range busyboxApplets {
 		t.AddSymlink("usr/bin/"+applet, "busybox")
 	}
-	sbom, err := SBOM{Image: WorkloadRef, Version: "dev", Created: b.opts.Epoch, Debs: debs}.JSON()
+	sbom, err := SBOM{Image: WorkloadRef, Version: "dev", Created: FixedEpoch, Debs: debs}.JSON()
 	if err != nil {
 		return Result{}, err
 	}
@@ -246,7 +254,7 @@ func (b *Builder) Workload(ctx context.Context) (Result, error) {
 		return Result{}, errors.New("workload image: /bin/sh does not resolve to busybox")
 	}
 	spec := Spec{
-		Ref: WorkloadRef, Created: b.opts.Epoch, Cmd: []string{"sh"}, Env: []string{DefaultPath},
+		Ref: WorkloadRef, Created: FixedEpoch, Cmd: []string{"sh"}, Env: []string{DefaultPath},
 		Layers: []Layer{{Tree: t, CreatedBy: "lvms-dev image build: busybox-static " + debs[0].Version}},
 		Labels: map[string]string{LabelTitle: "workload", LabelDescription: "busybox for lvms demo and e2e pods"},
 	}
