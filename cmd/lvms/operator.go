@@ -56,6 +56,7 @@ type operatorFlags struct {
 	mutatingConfigName string
 	csiSocket          string
 	releaseVolumes     bool
+	deleteClaims       bool
 }
 
 func newOperatorCommand() *cobra.Command {
@@ -104,8 +105,11 @@ func newOperatorCommand() *cobra.Command {
 	fl.StringVar(&f.metricsCertDir, "metrics-cert-dir", "",
 		"directory with tls.crt and tls.key for the metrics server (default: a self-signed certificate)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
-	fl.BoolVar(&f.releaseVolumes, "release-volumes-of-removed-nodes", false,
+	fl.BoolVar(&f.releaseVolumes, noderemoval.ReleaseVolumesFlag, false,
 		"let LogicalVolumes of deleted Nodes finish deleting (their LVs, if the disks come back, are orphans)")
+	fl.BoolVar(&f.deleteClaims, noderemoval.DeleteClaimsFlag, false,
+		"delete the PersistentVolumeClaims of topolvm.io volumes on deleted Nodes, so StatefulSets recreate "+
+			"them on other nodes (with a Delete reclaim policy their volumes go too, even if the machine comes back)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas")
 	// OpenShift's recommendation for control planes that may be slow (single-node clusters, busy
 	// nodes), which LVMS uses too: a lease renewal that misses a 10 s deadline once must not stop
@@ -254,7 +258,10 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 	if err := ctrlmetrics.Registry.Register(lvmcluster.NewCollector(mgr.GetClient(), f.namespace)); err != nil {
 		return fmt.Errorf("register LVMCluster metrics: %w", err)
 	}
-	if err := noderemoval.New(mgr.GetClient(), f.namespace, f.releaseVolumes).SetupWithManager(mgr); err != nil {
+	removal := noderemoval.New(mgr.GetClient(), f.namespace, noderemoval.Options{
+		ReleaseVolumes: f.releaseVolumes, DeleteClaims: f.deleteClaims,
+	})
+	if err := removal.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node-removal controller: %w", err)
 	}
 	if err := claimevents.Setup(mgr, mgr.GetEventRecorder("lvms-operator"), claimevents.Options{

@@ -83,6 +83,7 @@ func nodeAgentCases() []privilegeCase {
 		deny("update", lvmGroup, "lvmclusters", ns),
 		deny("create", "", "persistentvolumes", ""),
 		deny("delete", "", "persistentvolumes", ""),
+		deny("delete", "", "persistentvolumeclaims", "default"),
 		deny("create", "", "events", ns),
 		// The lvm.topolvm.io objects live in the operator namespace: none anywhere else.
 		deny("watch", lvmGroup, "lvmclusters", ""),
@@ -133,8 +134,11 @@ func operatorCases() []privilegeCase {
 		deny("list", "", "secrets", ""),
 		deny("get", "", "secrets", "kube-system"),
 		deny("create", "", "secrets", "default"),
-		// Users' claims are never deleted; Nodes are read only.
-		deny("delete", "", "persistentvolumeclaims", "default"),
+		// Users' claims: the node-removal controller deletes those bound to volumes of a deleted Node,
+		// but only with --delete-claims-of-removed-nodes (off by default); the role cannot depend
+		// on a flag, so it always grants the delete.
+		allow("delete", "", "persistentvolumeclaims", "default"),
+		// Nodes are read only.
 		deny("patch", "", "nodes", ""),
 		deny("delete", "", "nodes", ""),
 		deny("update", "", "nodes/status", ""),

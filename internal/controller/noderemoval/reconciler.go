@@ -7,6 +7,17 @@
 // (--release-volumes-of-removed-nodes): a Node object can be deleted while the machine and its disks
 // come back under the same name, and releasing a LogicalVolume forgets its LV for good. Without the
 // flag such a LogicalVolume stays being deleted, and the controller says why in its log.
+//
+// Like TopoLVM's topolvm-controller, it can also delete the PersistentVolumeClaims bound to
+// topolvm.io PersistentVolumes whose node affinity pins them to the removed node, so that a StatefulSet
+// gets a new claim (and volume) on a node that exists — only behind --delete-claims-of-removed-nodes,
+// for the same reason: the machine may come back with the data. It checks that the claim is the one
+// the volume's claimRef names (same UID, and deletes with a UID precondition) and skips claims being
+// deleted. Unlike TopoLVM it deletes no Pods: Kubernetes' pod garbage collector deletes the Pods bound
+// to a Node that no longer exists; once no Pod uses the claim, pvc-protection lets it go, and the
+// StatefulSet controller creates the Pod and a new claim. Without the flag it logs which claims stay.
+//
+// It never acts on a Node that exists.
 package noderemoval
 
 import (
@@ -30,19 +41,34 @@ import (
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
 
+// The operator flags that set Options; the controller's log names them.
+const (
+	ReleaseVolumesFlag = "release-volumes-of-removed-nodes"
+	DeleteClaimsFlag   = "delete-claims-of-removed-nodes"
+)
+
+// Options are what the controller may do beyond releasing finalizers and node statuses. Both are
+// off by default: a Node object can be deleted while its machine comes back under the same name.
+type Options struct {
+	// ReleaseVolumes (--release-volumes-of-removed-nodes): LogicalVolumes of a removed node that are
+	// being deleted lose the node agent's finalizer, so their deletion (and the CSI DeleteVolume
+	// waiting on it) completes; their LVs, if the disks still exist, become orphans.
+	ReleaseVolumes bool
+	// DeleteClaims (--delete-claims-of-removed-nodes): the claims bound to topolvm.io volumes of a
+	// removed node are deleted, so that StatefulSets recreate them on nodes that exist.
+	DeleteClaims bool
+}
+
 // Reconciler releases the finalizers and node statuses of Nodes that no longer exist.
 type Reconciler struct {
 	client    client.Client
 	namespace string
-	// releaseVolumes drops the finalizer of LogicalVolumes of removed nodes once they are deleted.
-	releaseVolumes bool
+	opts      Options
 }
 
-// New returns the controller for the operator in namespace. With releaseVolumes, LogicalVolumes of a
-// removed node that are being deleted lose the node agent's finalizer, so their deletion (and the
-// CSI DeleteVolume waiting on it) completes; their LVs, if the disks still exist, become orphans.
-func New(cl client.Client, namespace string, releaseVolumes bool) *Reconciler {
-	return &Reconciler{client: cl, namespace: namespace, releaseVolumes: releaseVolumes}
+// New returns the controller for the operator in namespace.
+func New(cl client.Client, namespace string, opts Options) *Reconciler {
+	return &Reconciler{client: cl, namespace: namespace, opts: opts}
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
@@ -50,8 +76,9 @@ func New(cl client.Client, namespace string, releaseVolumes bool) *Reconciler {
 // +kubebuilder:rbac:groups=lvm.topolvm.io,resources=lvmvolumegroupnodestatuses,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=topolvm.io,resources=logicalvolumes,verbs=get;list;watch;patch
 
-// SetupWithManager reconciles on Node deletion and on every LVMVolumeGroup and node status (a
-// finalizer or status naming a node that is already gone when the operator starts).
+// SetupWithManager reconciles on Node deletion and on every LVMVolumeGroup, node status and
+// topolvm.io PersistentVolume (a finalizer, status or volume naming a node that is already gone when
+// the operator starts).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("noderemoval").
@@ -73,6 +100,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				}
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: lv.Spec.NodeName}}}
 			})).
+		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(nodeOfVolume)).
 		Complete(r)
 }
 
@@ -88,7 +116,7 @@ func nodesOfFinalizers(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 // Reconcile handles one node name: if the Node exists, nothing is done; otherwise its finalizers
-// and node status are released.
+// and node status are released, and its LogicalVolumes and claims handled as Options say.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	err := r.client.Get(ctx, client.ObjectKey{Name: req.Name}, &corev1.Node{})
 	if err == nil {
@@ -101,6 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.releaseFinalizers(ctx, req.Name),
 		r.deleteNodeStatus(ctx, req.Name),
 		r.releaseVolumesOf(ctx, req.Name),
+		r.deleteClaimsOf(ctx, req.Name),
 	)
 }
 
@@ -119,9 +148,9 @@ func (r *Reconciler) releaseVolumesOf(ctx context.Context, node string) error {
 			!controllerutil.ContainsFinalizer(lv, topolvmv1.LogicalVolumeFinalizer) {
 			continue
 		}
-		if !r.releaseVolumes {
-			log.Info("LogicalVolume of a removed node waits for its node; run the operator with "+
-				"--release-volumes-of-removed-nodes to release it", "node", node, "logicalVolume", lv.Name)
+		if !r.opts.ReleaseVolumes {
+			log.Info("LogicalVolume of a removed node waits for its node; run the operator with --"+
+				ReleaseVolumesFlag+" to release it", "node", node, "logicalVolume", lv.Name)
 			continue
 		}
 		orig := lv.DeepCopy()

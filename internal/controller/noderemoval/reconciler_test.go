@@ -60,9 +60,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// Without --release-volumes-of-removed-nodes, as shipped; TestLogicalVolumesReleasedOnlyWithTheFlag
-	// runs a reconciler with it by hand.
-	if err := noderemoval.New(mgr.GetClient(), ns, false).SetupWithManager(mgr); err != nil {
+	// Without --release-volumes-of-removed-nodes and --delete-claims-of-removed-nodes, as shipped;
+	// TestLogicalVolumesReleasedOnlyWithTheFlag and TestClaimsDeletedOnlyWithTheFlag run reconcilers
+	// with them by hand.
+	if err := noderemoval.New(mgr.GetClient(), ns, noderemoval.Options{}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -169,7 +170,7 @@ func TestLogicalVolumesReleasedOnlyWithTheFlag(t *testing.T) {
 		_, err := noderemoval.New(
 			k8s,
 			ns,
-			release,
+			noderemoval.Options{ReleaseVolumes: release},
 		).Reconcile(
 			ctx,
 			ctrl.Request{NamespacedName: client.ObjectKey{Name: node}},
