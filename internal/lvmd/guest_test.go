@@ -183,7 +183,7 @@ func TestGuestLVMDService(t *testing.T) {
 	g.oneExec("CreateSnapshot thick COW 50MiB", func() error {
 		_, err := svc.CreateSnapshot(
 			ctx,
-			lvmd.SnapshotRequest{Name: "cow", DeviceClass: "thick", Source: "thick", Size: 50 * mib},
+			lvmd.SnapshotRequest{Name: "cow", DeviceClass: "thick", Source: "thick", Size: 50 * mib, ReadOnly: true},
 		)
 		return err
 	})

@@ -74,7 +74,7 @@ func TestSnapshots(t *testing.T) {
 	}
 	cow, err := e.svc.CreateSnapshot(
 		ctx,
-		lvmd.SnapshotRequest{Name: "cow", DeviceClass: "thick", Source: "thick", Size: 101 * mib},
+		lvmd.SnapshotRequest{Name: "cow", DeviceClass: "thick", Source: "thick", Size: 101 * mib, ReadOnly: true},
 	)
 	wantErr(t, err, nil)
 	if cow.Size != 104*mib || cow.Origin != "thick" || thickFree-e.free("thick") != 104*mib {
@@ -114,6 +114,11 @@ func TestSnapshots(t *testing.T) {
 		{
 			"thick without size",
 			lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thick", Source: "thick"},
+			lvmd.ErrInvalidArgument,
+		},
+		{
+			"clone of a live thick LV (a writable COW snapshot would die with its origin)",
+			lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thick", Source: "thick", Size: gib},
 			lvmd.ErrInvalidArgument,
 		},
 		{

@@ -80,7 +80,7 @@ func TestCreateLVRunsOneLVMCommand(t *testing.T) {
 		{"thick snapshot", func(e *env) error {
 			_, err := e.svc.CreateSnapshot(
 				e.t.Context(),
-				lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thick", Source: "src", Size: gib},
+				lvmd.SnapshotRequest{Name: "snap", DeviceClass: "thick", Source: "src", Size: gib, ReadOnly: true},
 			)
 			return err
 		}},

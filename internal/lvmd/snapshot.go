@@ -17,25 +17,34 @@ type SnapshotRequest struct {
 	DeviceClass string
 	// Source is the LV to snapshot.
 	Source string
-	// Size is required for thick classes: the bytes of changed data the
-	// copy-on-write store holds (with its metadata, rounded up to whole
-	// extents; at most what a rewrite of the whole source needs). Thin
-	// snapshots have the source's virtual size; Size is ignored.
+	// Size is required for thick classes. Of a read-only snapshot: the
+	// bytes of changed data the copy-on-write store holds (with its
+	// metadata, rounded up to whole extents; at most what a rewrite of the
+	// whole source needs, which is what the CSI controller asks for). Of a
+	// restore by copy: the size of the new LV. Thin snapshots have the
+	// source's virtual size; Size is ignored.
 	Size uint64
 	// ReadOnly makes a read-only snapshot (a VolumeSnapshot); otherwise it
-	// is writable (a clone, or a volume restored from a snapshot).
+	// is writable (a thin clone, or a volume restored from a snapshot).
 	ReadOnly bool
 	// Tags are added to the ownership tag.
 	Tags []string
 }
 
+// ThickCloneRefused is why a writable snapshot of a live LV in a thick class (a
+// clone) is refused: a writable copy-on-write snapshot depends on its origin,
+// and removing the origin takes the snapshot with it, so a "clone" would not
+// survive its source.
+const ThickCloneRefused = "clone of a thick volume: take a VolumeSnapshot and restore from it (a full copy)"
+
 // CreateSnapshot creates a snapshot of an LV lvmd created: in a thin class a
-// thin snapshot in the same pool, active at once; in a thick class a
+// thin snapshot in the same pool, active at once; in a thick class a read-only
 // copy-on-write snapshot of req.Size bytes. A snapshot of the same name and
 // source that exists already is returned. On a service whose state has been
 // read it runs exactly one lvm command. A writable snapshot of a thick
 // copy-on-write snapshot (restoring a VolumeSnapshot) is a copy instead, see
-// restoreByCopy.
+// restoreByCopy; a writable snapshot of a live thick LV (a clone) is
+// ErrInvalidArgument (ThickCloneRefused).
 func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, error) {
 	dc, err := s.classes.Config().DeviceClass(req.DeviceClass)
 	if err == nil {
@@ -94,11 +103,13 @@ func (s *Service) planSnapshot(dc *DeviceClass, req SnapshotRequest, tags []stri
 		out, err := existingSnapshot(dc, lv, req)
 		return nil, out, err
 	}
-	if src.Attr.IsSnapshot() {
-		if !dc.IsThin() && !req.ReadOnly {
-			return nil, nil, errRestoreByCopy
-		}
+	switch {
+	case src.Attr.IsSnapshot() && !dc.IsThin() && !req.ReadOnly:
+		return nil, nil, errRestoreByCopy
+	case src.Attr.IsSnapshot():
 		return nil, nil, fmt.Errorf("%w: %s is a copy-on-write snapshot", ErrInvalidArgument, src.FullName())
+	case !dc.IsThin() && !req.ReadOnly:
+		return nil, nil, fmt.Errorf("%w: %s", ErrInvalidArgument, ThickCloneRefused)
 	}
 	perm := "w"
 	if req.ReadOnly {

@@ -17,6 +17,7 @@ func TestVolumeFlows(t *testing.T) {
 		{"Expansion", testExpansion},
 		{"SnapshotRestore", testSnapshotRestore},
 		{"Clone", testClone},
+		{"ThickSnapshots", testThickSnapshots},
 		{"GenericEphemeralVolume", testGenericEphemeralVolume},
 		{"ReadWriteOncePod", testReadWriteOncePod},
 		{"DeletionRemovesLV", testDeletionRemovesLV},

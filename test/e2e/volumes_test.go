@@ -233,27 +233,7 @@ func testSnapshotRestore(t *testing.T) {
 	e.claim("src", thinClass, "1Gi", false, "")
 	e.pod("writer", "src", false, "", writeScript)
 	writer, _ := e.finished("writer")
-	snap := &unstructured.Unstructured{}
-	snap.SetGroupVersionKind(
-		schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
-	)
-	snap.SetNamespace(e.ns)
-	snap.SetName("snap")
-	snap.Object["spec"] = map[string]any{
-		"volumeSnapshotClassName": thinClass,
-		"source":                  map[string]any{"persistentVolumeClaimName": "src"},
-	}
-	if err := e.c.Create(e.ctx(), snap); err != nil {
-		t.Fatal(err)
-	}
-	e.waitFor("VolumeSnapshot readyToUse", func(ctx context.Context) (bool, string, error) {
-		if err := e.c.Get(ctx, client.ObjectKeyFromObject(snap), snap); err != nil {
-			return false, "", err
-		}
-		ready, _, _ := unstructured.NestedBool(snap.Object, "status", "readyToUse")
-		st, _, _ := unstructured.NestedMap(snap.Object, "status")
-		return ready, fmt.Sprint(st), nil
-	})
+	e.snapshot("snap", thinClass, "src")
 	// Overwrite the source: the restore must show the data of the snapshot's time.
 	e.pod("overwrite", "src", false, writer.Spec.NodeName, "echo changed > /data/f")
 	e.finished("overwrite")
@@ -266,6 +246,34 @@ func testSnapshotRestore(t *testing.T) {
 	if reader.Spec.NodeName != writer.Spec.NodeName {
 		t.Fatalf("restore on %s, source on %s", reader.Spec.NodeName, writer.Spec.NodeName)
 	}
+}
+
+// snapshot creates VolumeSnapshot name of the claim in VolumeSnapshotClass class and waits until it
+// is readyToUse; it returns the VolumeSnapshot.
+func (e *env) snapshot(name, class, claim string) *unstructured.Unstructured {
+	e.t.Helper()
+	snap := &unstructured.Unstructured{}
+	snap.SetGroupVersionKind(
+		schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
+	)
+	snap.SetNamespace(e.ns)
+	snap.SetName(name)
+	snap.Object["spec"] = map[string]any{
+		"volumeSnapshotClassName": class,
+		"source":                  map[string]any{"persistentVolumeClaimName": claim},
+	}
+	if err := e.c.Create(e.ctx(), snap); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitFor("VolumeSnapshot "+name+" readyToUse", func(ctx context.Context) (bool, string, error) {
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(snap), snap); err != nil {
+			return false, "", err
+		}
+		ready, _, _ := unstructured.NestedBool(snap.Object, "status", "readyToUse")
+		st, _, _ := unstructured.NestedMap(snap.Object, "status")
+		return ready, fmt.Sprint(st), nil
+	})
+	return snap
 }
 
 func testDeletionRemovesLV(t *testing.T) {

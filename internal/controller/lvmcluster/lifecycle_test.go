@@ -78,15 +78,7 @@ func testOperands(t *testing.T) {
 		return nil
 	})
 	eventually(t, "VolumeSnapshotClass lvms-vg1", func(ctx context.Context) error {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(lvmcluster.SnapshotClassGVK)
-		if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, u); err != nil {
-			return err
-		}
-		if u.Object["driver"] != "topolvm.io" || u.Object["deletionPolicy"] != "Delete" {
-			return fmt.Errorf("unexpected VolumeSnapshotClass %v", u.Object)
-		}
-		return nil
+		return checkSnapshotClass(ctx, "lvms-vg1", "vg1")
 	})
 	eventually(t, "CSIDriver topolvm.io", func(ctx context.Context) error {
 		var d storagev1.CSIDriver
@@ -308,6 +300,21 @@ func testWrongNamespace(t *testing.T) {
 	}
 }
 
+// checkSnapshotClass fails unless VolumeSnapshotClass name exists for device class dc.
+func checkSnapshotClass(ctx context.Context, name, dc string) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(lvmcluster.SnapshotClassGVK)
+	if err := k8s.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+		return err
+	}
+	params, _, _ := unstructured.NestedStringMap(u.Object, "parameters")
+	if u.Object["driver"] != "topolvm.io" || u.Object["deletionPolicy"] != "Delete" ||
+		!maps.Equal(params, map[string]string{"topolvm.io/device-class": dc}) {
+		return fmt.Errorf("unexpected VolumeSnapshotClass %v", u.Object)
+	}
+	return nil
+}
+
 func testDeviceClassRemoval(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 	ctx := context.Background()
 	update := func(mutate func(*lvmv1alpha1.LVMCluster)) {
@@ -330,6 +337,10 @@ func testDeviceClassRemoval(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 	eventually(t, "lvms-vg2 appears", func(ctx context.Context) error {
 		return k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg2"}, &storagev1.StorageClass{})
 	})
+	// vg2 is thick: it gets a VolumeSnapshotClass like a thin class (copy-on-write snapshots).
+	eventually(t, "VolumeSnapshotClass lvms-vg2 of the thick class", func(ctx context.Context) error {
+		return checkSnapshotClass(ctx, "lvms-vg2", "vg2")
+	})
 	update(func(cur *lvmv1alpha1.LVMCluster) { cur.Spec.Storage.DeviceClasses = cur.Spec.Storage.DeviceClasses[:1] })
 	eventually(t, "lvms-vg2 and LVMVolumeGroup vg2 removed", func(ctx context.Context) error {
 		if err := k8s.Get(
@@ -340,6 +351,11 @@ func testDeviceClassRemoval(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 			err,
 		) {
 			return fmt.Errorf("StorageClass lvms-vg2: %w", err)
+		}
+		vsc := &unstructured.Unstructured{}
+		vsc.SetGroupVersionKind(lvmcluster.SnapshotClassGVK)
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg2"}, vsc); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("VolumeSnapshotClass lvms-vg2: %w", err)
 		}
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "vg2"}, &lvmv1alpha1.LVMVolumeGroup{})
 		if !apierrors.IsNotFound(err) {

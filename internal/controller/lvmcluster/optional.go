@@ -34,7 +34,9 @@ func newUnstructured(gvk schema.GroupVersionKind, name string, labels map[string
 	return u
 }
 
-// snapshotClassFor is the VolumeSnapshotClass of a thin device class.
+// snapshotClassFor is the VolumeSnapshotClass of a device class. Every class has one: a thin class
+// takes thin snapshots, a thick class copy-on-write snapshots whose restores are full copies
+// (docs/csi.md).
 func snapshotClassFor(c *lvmv1alpha1.LVMCluster, dc *lvmv1alpha1.DeviceClass) *unstructured.Unstructured {
 	u := newUnstructured(SnapshotClassGVK, StorageClassName(dc.Name),
 		withLabels(ownerLabels(c), map[string]string{LabelDeviceClass: dc.Name}))
@@ -51,11 +53,7 @@ func applySnapshotClasses(ctx context.Context, s *scope) error {
 	}
 	wanted := map[string]bool{}
 	for i := range s.cluster.Spec.Storage.DeviceClasses {
-		dc := &s.cluster.Spec.Storage.DeviceClasses[i]
-		if dc.ThinPoolConfig == nil {
-			continue // snapshots need a thin pool
-		}
-		u := snapshotClassFor(s.cluster, dc)
+		u := snapshotClassFor(s.cluster, &s.cluster.Spec.Storage.DeviceClasses[i])
 		wanted[u.GetName()] = true
 		if err := s.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {

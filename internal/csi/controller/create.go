@@ -84,8 +84,10 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 	return lv, nil
 }
 
-// fromSource fills spec for a clone of a volume or a restore of a snapshot: a writable thin snapshot of
-// the source, on the source's node and device class. It returns the size, raised to the source's.
+// fromSource fills spec for a clone of a volume or a restore of a snapshot: a writable snapshot of the
+// source, on the source's node and device class. The node makes a thin snapshot in a thin class; in a
+// thick class it copies a snapshot (a restore) and refuses a clone (lvmd.ThickCloneRefused). It
+// returns the size, raised to the source's.
 func (s *Server) fromSource(ctx context.Context, src *csi.VolumeContentSource, req *csi.CreateVolumeRequest,
 	spec *topolvmv1.LogicalVolumeSpec, size int64) (int64, error) {
 	id := src.GetSnapshot().GetSnapshotId()
@@ -175,7 +177,9 @@ func compatible(lv, want *topolvmv1.LogicalVolume) error {
 	switch {
 	case lv.Spec.Name != want.Spec.Name:
 		return fmt.Errorf("object %s: %w: it belongs to CSI name %q", lv.Name, errAlreadyExists, lv.Spec.Name)
-	case lv.Spec.Size.Cmp(want.Spec.Size) < 0:
+	case lv.Spec.Size.Cmp(want.Spec.Size) < 0 && want.Spec.AccessType != topolvmv1.AccessTypeReadOnly:
+		// A snapshot's size is not requested but the source's, which may have grown since, or been
+		// recorded by an older version as the source's requested size.
 		return fmt.Errorf("volume %s: %w: size %s, requested %s", lv.Name, errAlreadyExists,
 			lv.Spec.Size.String(), want.Spec.Size.String())
 	case lv.Spec.Source != want.Spec.Source:

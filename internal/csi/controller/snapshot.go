@@ -8,14 +8,19 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 )
 
-// CreateSnapshot creates (or finds) a read-only thin snapshot of a volume: a LogicalVolume named by the
-// CSI snapshot name, with the source's volume ID as spec.source and access type ro, on the source's
-// node and device class. It returns once the node has created it.
+// CreateSnapshot creates (or finds) a read-only snapshot of a volume: a LogicalVolume named by the CSI
+// snapshot name, with the source's volume ID as spec.source, access type ro and the source's size, on
+// the source's node and device class. It returns once the node has created it: a thin snapshot in a
+// thin class, a copy-on-write snapshot in a thick class, whose store the node sizes for a rewrite of
+// the whole source (so it never becomes invalid) and which fails with ResourceExhausted when the
+// volume group cannot hold it. The snapshot's size (the CSI restore size) is the source's, not the
+// copy-on-write store's.
 func (s *Server) CreateSnapshot(
 	ctx context.Context,
 	req *csi.CreateSnapshotRequest,
@@ -40,13 +45,16 @@ func (s *Server) CreateSnapshot(
 	return &csi.CreateSnapshotResponse{Snapshot: &csi.Snapshot{
 		SnapshotId:     lv.Status.VolumeID,
 		SourceVolumeId: sourceID,
-		SizeBytes:      currentSize(lv),
+		SizeBytes:      lv.Spec.Size.Value(),
 		CreationTime:   timestamppb.New(lv.CreationTimestamp.Time),
 		ReadyToUse:     true,
 	}}, nil
 }
 
-// desiredSnapshot is the LogicalVolume of a snapshot of the volume sourceID.
+// desiredSnapshot is the LogicalVolume of a snapshot of the volume sourceID. Its size is the source's
+// real size (status.currentSize, whole extents), not the requested one: a thick snapshot's
+// copy-on-write store then covers a rewrite of every block of the source (lvmd adds the store's
+// metadata), and a restore is at least as large as the source.
 func (s *Server) desiredSnapshot(ctx context.Context, name, sourceID string) (*topolvmv1.LogicalVolume, error) {
 	source, err := s.getByVolumeID(ctx, sourceID)
 	if err != nil {
@@ -60,7 +68,7 @@ func (s *Server) desiredSnapshot(ctx context.Context, name, sourceID string) (*t
 		Spec: topolvmv1.LogicalVolumeSpec{
 			Name:                name,
 			NodeName:            source.Spec.NodeName,
-			Size:                source.Spec.Size,
+			Size:                *resource.NewQuantity(currentSize(source), resource.BinarySI),
 			DeviceClass:         source.Spec.DeviceClass,
 			LvcreateOptionClass: source.Spec.LvcreateOptionClass,
 			Source:              sourceID,
