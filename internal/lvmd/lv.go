@@ -300,10 +300,7 @@ func (s *Service) releaseLocked(c *change) {
 // commit releases c's reservation and adds its LV to the cache.
 func (s *Service) commit(c *change) {
 	lv := c.lv
-	s.mu.Lock()
-	s.releaseLocked(c)
-	s.mu.Unlock()
-	s.apply(func(st *lvm.State) {
+	s.applyReleasing(c, func(st *lvm.State) {
 		if _, ok := st.LV(lv.VGName, lv.Name); ok {
 			return
 		}

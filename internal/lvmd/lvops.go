@@ -191,11 +191,8 @@ func (s *Service) ResizeLV(ctx context.Context, name, class string, size uint64)
 		s.release(c)
 		return LV{}, s.refreshAfterFailure(ctx, fmt.Errorf("resize LV %s: %w", name, lvmError(err)))
 	}
-	s.mu.Lock()
-	s.releaseLocked(c)
-	s.mu.Unlock()
 	newSize := c.lv.Size
-	s.apply(func(st *lvm.State) {
+	s.applyReleasing(c, func(st *lvm.State) {
 		i := slices.IndexFunc(st.LVs, func(lv lvm.LV) bool { return lv.VGName == vg.Name && lv.Name == name })
 		if i < 0 || st.LVs[i].Size >= newSize {
 			return

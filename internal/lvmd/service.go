@@ -181,7 +181,18 @@ func (s *Service) ensureState(ctx context.Context) error {
 // apply changes the cached state with f (idempotent: it must leave a state
 // that already reflects the change as it is) and publishes capacities.
 func (s *Service) apply(f func(*lvm.State)) {
+	s.applyReleasing(nil, f)
+}
+
+// applyReleasing drops c's reservation (c may be nil) and changes the cached
+// state with f in one critical section, then publishes capacities. Releasing
+// first and applying later would let a create in between see neither the
+// reservation nor the LV, and take the same capacity again.
+func (s *Service) applyReleasing(c *change, f func(*lvm.State)) {
 	s.mu.Lock()
+	if c != nil {
+		s.releaseLocked(c)
+	}
 	if s.state != nil {
 		f(s.state)
 	}
