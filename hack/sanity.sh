@@ -68,12 +68,13 @@ mkdir -p "${WORK}/out"
 log "building the host and guest halves of ./test/sanity"
 CGO_ENABLED=0 go test -c -tags guest -o "${WORK}/sanity-guest.test" ./test/sanity
 go test -c -tags sanity -o "${WORK}/sanity-host.test" ./test/sanity
+CGO_ENABLED=0 go build -o "${WORK}/lvms" ./cmd/lvms
 
 log "control plane on the host, one guest (${MEM} MiB, timeout ${TIMEOUT})"
 rc=0
 # go test -c binaries run in the package directory, as go test would run them.
 (cd test/sanity && KUBEBUILDER_ASSETS="${ASSETS}" CSI_SANITY="${SANITY_BIN}" SANITY_OUT="${WORK}/out" \
-	SANITY_GUEST_TEST="${WORK}/sanity-guest.test" SANITY_GUEST_TIMEOUT="${TIMEOUT}" SANITY_MEM="${MEM}" \
+	SANITY_GUEST_TEST="${WORK}/sanity-guest.test" SANITY_LVMS="${WORK}/lvms" SANITY_GUEST_TIMEOUT="${TIMEOUT}" SANITY_MEM="${MEM}" \
 	"${WORK}/sanity-host.test" -test.v -test.count=1 -test.run='^TestSanityHost$' \
 	-test.timeout="${HOST_TIMEOUT}") || rc=$?
 

@@ -52,7 +52,9 @@ func newNodeCommand() *cobra.Command {
 		"kubelet plugin registration socket; empty when a node-driver-registrar sidecar registers instead")
 	fl.StringVar(&f.kubeletDir, "kubelet-dir", csinode.DefaultKubeletDir,
 		"the kubelet's root directory; CSI target paths outside it are refused")
-	fl.StringVar(&f.lvmdSocket, "lvmd-socket", "", "also serve lvmd's gRPC API on this socket")
+	fl.StringVar(&f.lvmdSocket, "lvmd-socket", "",
+		"use the lvmd serving on this unix socket (`lvms lvmd`, run as a service of the host) instead of one in "+
+			"process; its configuration names the volume groups, so no volume-group manager runs (empty: in process)")
 	fl.BoolVar(&f.nsenter, "nsenter", true, "run host commands through nsenter into PID 1's namespaces (needs hostPID)")
 	fl.DurationVar(&f.commandTimeout, "command-timeout", exec.DefaultTimeout,
 		"deadline of each host command (lvm, blkid, wipefs, mkfs, ...); its process group is killed after it")

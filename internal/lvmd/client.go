@@ -93,6 +93,15 @@ func (c *Client) ListLVs(ctx context.Context, class string) ([]LV, error) {
 	return out, nil
 }
 
+// GetLV returns one LV lvmd made (see Service.GetLV).
+func (c *Client) GetLV(ctx context.Context, name, class string) (LV, error) {
+	resp, err := c.vg.GetLV(ctx, &lvmdpb.GetLVRequest{Name: name, DeviceClass: class})
+	if err != nil {
+		return LV{}, fromStatus(err, "get LV %s", name)
+	}
+	return lvFromProto(resp.GetVolume()), nil
+}
+
 // FreeBytes returns the capacity available in a device class.
 func (c *Client) FreeBytes(ctx context.Context, class string) (uint64, error) {
 	resp, err := c.vg.GetFreeBytes(ctx, &lvmdpb.GetFreeBytesRequest{DeviceClass: class})

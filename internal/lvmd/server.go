@@ -130,6 +130,15 @@ func (s *Server) GetLVList(ctx context.Context, req *lvmdpb.GetLVListRequest) (*
 	return resp, nil
 }
 
+// GetLV implements VGService.
+func (s *Server) GetLV(ctx context.Context, req *lvmdpb.GetLVRequest) (*lvmdpb.GetLVResponse, error) {
+	lv, err := s.svc.GetLV(ctx, req.GetName(), req.GetDeviceClass())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &lvmdpb.GetLVResponse{Volume: lvToProto(lv)}, nil
+}
+
 // GetFreeBytes implements VGService.
 func (s *Server) GetFreeBytes(
 	ctx context.Context,

@@ -49,6 +49,9 @@ func TestGRPCOverUnixSocket(t *testing.T) {
 	if lvs, err := c.ListLVs(ctx, "thin"); err != nil || len(lvs) != 2 {
 		t.Errorf("ListLVs = %+v, %v", lvs, err)
 	}
+	if got, err := c.GetLV(ctx, "a", "thin"); err != nil || got.Size != 2*gib || got.Path != lv.Path {
+		t.Errorf("GetLV = %+v, %v; want a of 2 GiB at %s", got, err, lv.Path)
+	}
 	errTests := []struct {
 		name string
 		err  error
@@ -65,6 +68,8 @@ func TestGRPCOverUnixSocket(t *testing.T) {
 			lvmd.ErrUnknownDeviceClass,
 		},
 		{"not found", second(c.ResizeLV(ctx, "nope", "thin", gib)), lvmd.ErrNotFound},
+		{"get: not found", second(c.GetLV(ctx, "nope", "thin")), lvmd.ErrNotFound},
+		{"get: not ours", second(c.GetLV(ctx, "pool", "thick")), lvmd.ErrNotOurs},
 		{
 			"exists",
 			second(c.CreateLV(ctx, lvmd.CreateLVRequest{Name: "a", DeviceClass: "thin", Size: 5 * gib})),

@@ -50,7 +50,10 @@ type Options struct {
 	RegistrationSocket string
 	// KubeletCSIEndpoint is the CSI socket path as kubelet sees it (for registration).
 	KubeletCSIEndpoint string
-	// LVMDSocket additionally serves lvmd's gRPC API; empty disables it.
+	// LVMDSocket is the unix socket of an lvmd running outside the agent (`lvms lvmd`, TopoLVM's
+	// "lvmd as a systemd service"): the agent uses it instead of its own lvmd and runs no
+	// volume-group manager (the external lvmd's configuration names the volume groups). Empty runs
+	// lvmd in process.
 	LVMDSocket string
 	// StaticConfig replaces the volume-group manager with fixed device classes (volume groups
 	// made by someone else, as with a standalone lvmd); nil runs the volume-group manager.
@@ -64,10 +67,12 @@ type Options struct {
 
 // Agent is an assembled node agent.
 type Agent struct {
-	// LVMD is the in-process LVM service.
+	// LVMD is the in-process LVM service (nil with an external lvmd).
 	LVMD *lvmd.Service
-	// Classes holds the live device classes.
+	// Classes holds the live device classes (nil with an external lvmd).
 	Classes *lvmd.DeviceClassManager
+	// Remote is the client of the external lvmd (nil when lvmd runs in process).
+	Remote *RemoteLVMD
 }
 
 // Setup adds every part of the node agent to mgr.
@@ -76,9 +81,68 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 		return nil, errors.New("node agent: NodeName, Executor and CSIEndpoint are required")
 	}
 	o.Executor = hostMetrics.Instrument(o.Executor)
+	a, be, err := setupLVMD(mgr, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.StaticConfig == nil && o.LVMDSocket == "" {
+		if err := setupVGManager(mgr, o, a.Classes); err != nil {
+			return nil, err
+		}
+	}
+	lvr, err := logicalvolume.New(logicalvolume.Options{Client: mgr.GetClient(), NodeName: o.NodeName, LVM: be})
+	if err != nil {
+		return nil, fmt.Errorf("LogicalVolume reconciler: %w", err)
+	}
+	if err := lvr.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up LogicalVolume reconciler: %w", err)
+	}
+	if err := setupCSI(mgr, o, be); err != nil {
+		return nil, err
+	}
+	return a, setupReporting(mgr, o, be)
+}
+
+// backend is what the agent's parts need of lvmd: *lvmd.Service in process, RemoteLVMD (through
+// remoteBackend) for an external one.
+type backend interface {
+	logicalvolume.LVM
+	LVSource
+	LVLister
+	CapacityWatcher
+}
+
+// remoteBackend gives RemoteLVMD the Watch of CapacityWatcher (its embedded client's Watch takes a
+// callback).
+type remoteBackend struct {
+	*RemoteLVMD
+	watcher
+}
+
+// Watch implements CapacityWatcher.
+func (b remoteBackend) Watch(ctx context.Context) <-chan []lvmd.Capacity { return b.watcher.Watch(ctx) }
+
+// setupLVMD adds lvmd to mgr: in process (the device classes come from the volume-group manager or
+// StaticConfig), or the client of the external lvmd at LVMDSocket.
+func setupLVMD(mgr ctrl.Manager, o Options) (*Agent, backend, error) {
+	if o.LVMDSocket != "" {
+		if o.StaticConfig != nil {
+			return nil, nil, errors.New("node agent: an external lvmd (LVMDSocket) has its own device classes; " +
+				"StaticConfig must be empty")
+		}
+		c, err := lvmd.Dial(o.LVMDSocket)
+		if err != nil {
+			return nil, nil, fmt.Errorf("external lvmd: %w", err)
+		}
+		r := NewRemoteLVMD(c, ctrl.Log.WithName("lvmd-client"))
+		if err := mgr.Add(r); err != nil {
+			return nil, nil, fmt.Errorf("add external lvmd client: %w", err)
+		}
+		return &Agent{Remote: r}, remoteBackend{RemoteLVMD: r, watcher: watcher{r}}, nil
+	}
 	classes, err := lvmd.NewDeviceClassManager(o.StaticConfig)
 	if err != nil {
-		return nil, fmt.Errorf("device classes: %w", err)
+		return nil, nil, fmt.Errorf("device classes: %w", err)
 	}
 	svc, err := lvmd.NewService(
 		lvmd.Options{
@@ -87,35 +151,12 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 		},
 	)
 	if err != nil {
-		return nil, fmt.Errorf("lvmd: %w", err)
+		return nil, nil, fmt.Errorf("lvmd: %w", err)
 	}
-	a := &Agent{LVMD: svc, Classes: classes}
 	if err := mgr.Add(manager.RunnableFunc(svc.Run)); err != nil {
-		return nil, fmt.Errorf("add lvmd: %w", err)
+		return nil, nil, fmt.Errorf("add lvmd: %w", err)
 	}
-	if o.LVMDSocket != "" {
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			return lvmd.Serve(ctx, svc, o.LVMDSocket, 10*time.Second)
-		})); err != nil {
-			return nil, fmt.Errorf("add lvmd gRPC: %w", err)
-		}
-	}
-	if o.StaticConfig == nil {
-		if err := setupVGManager(mgr, o, classes); err != nil {
-			return nil, err
-		}
-	}
-	lvr, err := logicalvolume.New(logicalvolume.Options{Client: mgr.GetClient(), NodeName: o.NodeName, LVM: svc})
-	if err != nil {
-		return nil, fmt.Errorf("LogicalVolume reconciler: %w", err)
-	}
-	if err := lvr.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up LogicalVolume reconciler: %w", err)
-	}
-	if err := setupCSI(mgr, o, svc); err != nil {
-		return nil, err
-	}
-	return a, setupReporting(mgr, o, svc)
+	return &Agent{LVMD: svc, Classes: classes}, svc, nil
 }
 
 func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManager) error {
@@ -143,7 +184,7 @@ func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManage
 	return nil
 }
 
-func setupCSI(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
+func setupCSI(mgr ctrl.Manager, o Options, svc backend) error {
 	mounter := o.Mounter
 	if mounter == nil {
 		mounter = mount.New("")
@@ -185,7 +226,7 @@ var (
 	registerOnce sync.Once
 )
 
-func setupReporting(mgr ctrl.Manager, o Options, svc *lvmd.Service) error {
+func setupReporting(mgr ctrl.Manager, o Options, svc backend) error {
 	var regErr error
 	registerOnce.Do(func() {
 		for _, c := range hostMetrics.Collectors() {

@@ -12,7 +12,7 @@ import (
 // LVSource is what Volumes needs of lvmd; *lvmd.Service implements it.
 type LVSource interface {
 	GetLV(ctx context.Context, name, class string) (lvmd.LV, error)
-	Classes() *lvmd.DeviceClassManager
+	Capacities(ctx context.Context) ([]lvmd.Capacity, error)
 }
 
 // Volumes maps CSI volume IDs to LVs through lvmd; it implements the CSI node service's Volumes. A
@@ -30,8 +30,12 @@ func NewVolumes(lvs LVSource) *Volumes { return &Volumes{lvs: lvs} }
 // Device returns the device node /dev/<vg>/<lv> of the LV named volumeID in any device class, and its
 // size in bytes; an error wrapping csinode.ErrVolumeNotFound when no class has it.
 func (v *Volumes) Device(ctx context.Context, volumeID string) (string, int64, error) {
-	for _, dc := range v.lvs.Classes().Config().DeviceClasses {
-		lv, err := v.lvs.GetLV(ctx, volumeID, dc.Name)
+	classes, err := v.lvs.Capacities(ctx)
+	if err != nil {
+		return "", 0, fmt.Errorf("look up volume %s: %w", volumeID, err)
+	}
+	for _, dc := range classes {
+		lv, err := v.lvs.GetLV(ctx, volumeID, dc.DeviceClass)
 		switch {
 		case err == nil:
 			return lv.Path, int64(lv.Size), nil
@@ -42,7 +46,7 @@ func (v *Volumes) Device(ctx context.Context, volumeID string) (string, int64, e
 			// Not in this class: absent, the class has no VG, the LV belongs to another class of the
 			// VG, or it is not an LV lvmd made (never handed to a pod).
 		default:
-			return "", 0, fmt.Errorf("look up volume %s in device class %s: %w", volumeID, dc.Name, err)
+			return "", 0, fmt.Errorf("look up volume %s in device class %s: %w", volumeID, dc.DeviceClass, err)
 		}
 	}
 	return "", 0, fmt.Errorf("volume %s: %w", volumeID, csinode.ErrVolumeNotFound)

@@ -14,4 +14,7 @@ const (
 	envAPIAddr    = "SANITY_API_ADDR"
 	// envOut is the directory both halves write logs and summaries to.
 	envOut = "SANITY_OUT"
+	// envLVMS is the product binary (static): the guest runs `lvms lvmd` from it as the external
+	// lvmd of the node agent.
+	envLVMS = "SANITY_LVMS"
 )

@@ -35,6 +35,7 @@ func TestSanityHost(t *testing.T) {
 	guestTest := requireEnv(t, envGuestTest)
 	csiSanity := requireEnv(t, "CSI_SANITY")
 	outDir := requireEnv(t, envOut)
+	lvmsBin := requireEnv(t, envLVMS)
 	timeout, mem := guestLimits(t)
 	kubeconfig, apiAddr := startHostControlPlane(t, outDir)
 
@@ -52,6 +53,7 @@ func TestSanityHost(t *testing.T) {
 	env := uml.StandardEnv()
 	for k, v := range map[string]string{
 		"CSI_SANITY": csiSanity, envOut: outDir, envKubeconfig: kubeconfig, envAPIAddr: apiAddr,
+		envLVMS: lvmsBin,
 	} {
 		env[k] = v
 	}

@@ -86,6 +86,7 @@ func TestSanity(t *testing.T) {
 			}
 		})
 	}
+	t.Run("lvcreate option class", func(t *testing.T) { testOptionClass(t, s) })
 }
 
 // runSanity runs the csi-sanity binary for r, streaming its output, and returns its summary. It fails

@@ -31,7 +31,6 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/bridge"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
 )
 
@@ -43,8 +42,12 @@ const (
 	thinPool = "pool"
 )
 
-// lvmdConfig is the node agent's static configuration, in lvmd's file format.
+// lvmdConfig is the configuration of the external lvmd (`lvms lvmd`) the node agent uses, with an
+// lvcreate option class that stripes over the thick VG's two disks.
 const lvmdConfig = `
+lvcreate-option-classes:
+  - name: ` + stripedOptionClass + `
+    options: ["--stripes", "2", "--stripesize", "64k"]
 device-classes:
   - name: thick
     volume-group: ` + thickVG + `
@@ -66,6 +69,8 @@ type stack struct {
 	nodeSocket, controllerSocket string
 	// dir plays the kubelet's directory: csi-sanity's target paths are below it.
 	dir string
+	// lvmdSocket is where the external lvmd serves.
+	lvmdSocket string
 }
 
 // startStack builds the volume groups on disks and starts everything; t.Cleanup stops it. The
@@ -77,6 +82,7 @@ func startStack(t *testing.T, dir, logPath string, disks []string) *stack {
 		lvm:              lvm.New(h),
 		nodeSocket:       filepath.Join(dir, "node.sock"),
 		controllerSocket: filepath.Join(dir, "controller.sock"),
+		lvmdSocket:       filepath.Join(dir, "lvmd.sock"),
 		dir:              dir,
 	}
 	// Set the logger first: controller-runtime discards its logs for good when nothing sets one within
@@ -88,6 +94,9 @@ func startStack(t *testing.T, dir, logPath string, disks []string) *stack {
 	t.Cleanup(func() { _ = logFile.Close() })
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.DebugLevel)))
 	if err := s.createVGs(t.Context(), disks); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.startLVMD(t, dir, filepath.Join(filepath.Dir(logPath), "lvmd.log")); err != nil {
 		t.Fatal(err)
 	}
 	cfg := connectControlPlane(t)
@@ -191,13 +200,9 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// startManager runs the node agent with the static device classes and the CSI controller service on
-// one manager, as `lvms node` and `lvms operator` would on a single-node cluster.
+// startManager runs the node agent on the external lvmd and the CSI controller service on one
+// manager, as `lvms node --lvmd-socket` and `lvms operator` would on a single-node cluster.
 func (s *stack) startManager(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, h exec.Executor) error {
-	classes, err := lvmd.ParseConfig([]byte(lvmdConfig))
-	if err != nil {
-		return fmt.Errorf("lvmd config: %w", err)
-	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -209,7 +214,7 @@ func (s *stack) startManager(t *testing.T, cfg *rest.Config, scheme *runtime.Sch
 	ctx, cancel := context.WithCancel(context.Background())
 	if _, err := nodeagent.Setup(mgr, nodeagent.Options{
 		NodeName: nodeName, Namespace: "lvms-system", Executor: h,
-		CSIEndpoint: "unix://" + s.nodeSocket, StaticConfig: classes, KubeletDir: s.dir,
+		CSIEndpoint: "unix://" + s.nodeSocket, LVMDSocket: s.lvmdSocket, KubeletDir: s.dir,
 	}); err != nil {
 		cancel()
 		return fmt.Errorf("node agent: %w", err)

@@ -729,6 +729,103 @@ func (x *GetLVListResponse) GetVolumes() []*LogicalVolume {
 	return nil
 }
 
+type GetLVRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Device class; empty selects the default class.
+	DeviceClass   string `protobuf:"bytes,2,opt,name=device_class,json=deviceClass,proto3" json:"device_class,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLVRequest) Reset() {
+	*x = GetLVRequest{}
+	mi := &file_lvmd_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLVRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLVRequest) ProtoMessage() {}
+
+func (x *GetLVRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lvmd_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLVRequest.ProtoReflect.Descriptor instead.
+func (*GetLVRequest) Descriptor() ([]byte, []int) {
+	return file_lvmd_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetLVRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetLVRequest) GetDeviceClass() string {
+	if x != nil {
+		return x.DeviceClass
+	}
+	return ""
+}
+
+type GetLVResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Volume        *LogicalVolume         `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLVResponse) Reset() {
+	*x = GetLVResponse{}
+	mi := &file_lvmd_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLVResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLVResponse) ProtoMessage() {}
+
+func (x *GetLVResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lvmd_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLVResponse.ProtoReflect.Descriptor instead.
+func (*GetLVResponse) Descriptor() ([]byte, []int) {
+	return file_lvmd_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GetLVResponse) GetVolume() *LogicalVolume {
+	if x != nil {
+		return x.Volume
+	}
+	return nil
+}
+
 type GetFreeBytesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Device class; empty selects the default class.
@@ -739,7 +836,7 @@ type GetFreeBytesRequest struct {
 
 func (x *GetFreeBytesRequest) Reset() {
 	*x = GetFreeBytesRequest{}
-	mi := &file_lvmd_proto_msgTypes[11]
+	mi := &file_lvmd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +848,7 @@ func (x *GetFreeBytesRequest) String() string {
 func (*GetFreeBytesRequest) ProtoMessage() {}
 
 func (x *GetFreeBytesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[11]
+	mi := &file_lvmd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +861,7 @@ func (x *GetFreeBytesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFreeBytesRequest.ProtoReflect.Descriptor instead.
 func (*GetFreeBytesRequest) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{11}
+	return file_lvmd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetFreeBytesRequest) GetDeviceClass() string {
@@ -783,7 +880,7 @@ type GetFreeBytesResponse struct {
 
 func (x *GetFreeBytesResponse) Reset() {
 	*x = GetFreeBytesResponse{}
-	mi := &file_lvmd_proto_msgTypes[12]
+	mi := &file_lvmd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -795,7 +892,7 @@ func (x *GetFreeBytesResponse) String() string {
 func (*GetFreeBytesResponse) ProtoMessage() {}
 
 func (x *GetFreeBytesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[12]
+	mi := &file_lvmd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -808,7 +905,7 @@ func (x *GetFreeBytesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFreeBytesResponse.ProtoReflect.Descriptor instead.
 func (*GetFreeBytesResponse) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{12}
+	return file_lvmd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetFreeBytesResponse) GetFreeBytes() uint64 {
@@ -826,7 +923,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_lvmd_proto_msgTypes[13]
+	mi := &file_lvmd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +935,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[13]
+	mi := &file_lvmd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +948,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{13}
+	return file_lvmd_proto_rawDescGZIP(), []int{15}
 }
 
 type WatchResponse struct {
@@ -863,7 +960,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_lvmd_proto_msgTypes[14]
+	mi := &file_lvmd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +972,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[14]
+	mi := &file_lvmd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +985,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{14}
+	return file_lvmd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchResponse) GetItems() []*DeviceClassCapacity {
@@ -922,7 +1019,7 @@ type DeviceClassCapacity struct {
 
 func (x *DeviceClassCapacity) Reset() {
 	*x = DeviceClassCapacity{}
-	mi := &file_lvmd_proto_msgTypes[15]
+	mi := &file_lvmd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -934,7 +1031,7 @@ func (x *DeviceClassCapacity) String() string {
 func (*DeviceClassCapacity) ProtoMessage() {}
 
 func (x *DeviceClassCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[15]
+	mi := &file_lvmd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -947,7 +1044,7 @@ func (x *DeviceClassCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceClassCapacity.ProtoReflect.Descriptor instead.
 func (*DeviceClassCapacity) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{15}
+	return file_lvmd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeviceClassCapacity) GetDeviceClass() string {
@@ -1028,7 +1125,7 @@ type ThinPoolCapacity struct {
 
 func (x *ThinPoolCapacity) Reset() {
 	*x = ThinPoolCapacity{}
-	mi := &file_lvmd_proto_msgTypes[16]
+	mi := &file_lvmd_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1137,7 @@ func (x *ThinPoolCapacity) String() string {
 func (*ThinPoolCapacity) ProtoMessage() {}
 
 func (x *ThinPoolCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[16]
+	mi := &file_lvmd_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1150,7 @@ func (x *ThinPoolCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThinPoolCapacity.ProtoReflect.Descriptor instead.
 func (*ThinPoolCapacity) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{16}
+	return file_lvmd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ThinPoolCapacity) GetName() string {
@@ -1150,7 +1247,12 @@ const file_lvmd_proto_rawDesc = "" +
 	"\x10GetLVListRequest\x12!\n" +
 	"\fdevice_class\x18\x01 \x01(\tR\vdeviceClass\"J\n" +
 	"\x11GetLVListResponse\x125\n" +
-	"\avolumes\x18\x01 \x03(\v2\x1b.lvms.lvmd.v1.LogicalVolumeR\avolumes\"8\n" +
+	"\avolumes\x18\x01 \x03(\v2\x1b.lvms.lvmd.v1.LogicalVolumeR\avolumes\"E\n" +
+	"\fGetLVRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fdevice_class\x18\x02 \x01(\tR\vdeviceClass\"D\n" +
+	"\rGetLVResponse\x123\n" +
+	"\x06volume\x18\x01 \x01(\v2\x1b.lvms.lvmd.v1.LogicalVolumeR\x06volume\"8\n" +
 	"\x13GetFreeBytesRequest\x12!\n" +
 	"\fdevice_class\x18\x01 \x01(\tR\vdeviceClass\"5\n" +
 	"\x14GetFreeBytesResponse\x12\x1d\n" +
@@ -1187,9 +1289,10 @@ const file_lvmd_proto_rawDesc = "" +
 	"\bCreateLV\x12\x1d.lvms.lvmd.v1.CreateLVRequest\x1a\x1e.lvms.lvmd.v1.CreateLVResponse\x12I\n" +
 	"\bRemoveLV\x12\x1d.lvms.lvmd.v1.RemoveLVRequest\x1a\x1e.lvms.lvmd.v1.RemoveLVResponse\x12I\n" +
 	"\bResizeLV\x12\x1d.lvms.lvmd.v1.ResizeLVRequest\x1a\x1e.lvms.lvmd.v1.ResizeLVResponse\x12a\n" +
-	"\x10CreateLVSnapshot\x12%.lvms.lvmd.v1.CreateLVSnapshotRequest\x1a&.lvms.lvmd.v1.CreateLVSnapshotResponse2\xf4\x01\n" +
+	"\x10CreateLVSnapshot\x12%.lvms.lvmd.v1.CreateLVSnapshotRequest\x1a&.lvms.lvmd.v1.CreateLVSnapshotResponse2\xb6\x02\n" +
 	"\tVGService\x12L\n" +
-	"\tGetLVList\x12\x1e.lvms.lvmd.v1.GetLVListRequest\x1a\x1f.lvms.lvmd.v1.GetLVListResponse\x12U\n" +
+	"\tGetLVList\x12\x1e.lvms.lvmd.v1.GetLVListRequest\x1a\x1f.lvms.lvmd.v1.GetLVListResponse\x12@\n" +
+	"\x05GetLV\x12\x1a.lvms.lvmd.v1.GetLVRequest\x1a\x1b.lvms.lvmd.v1.GetLVResponse\x12U\n" +
 	"\fGetFreeBytes\x12!.lvms.lvmd.v1.GetFreeBytesRequest\x1a\".lvms.lvmd.v1.GetFreeBytesResponse\x12B\n" +
 	"\x05Watch\x12\x1a.lvms.lvmd.v1.WatchRequest\x1a\x1b.lvms.lvmd.v1.WatchResponse0\x01BAZ?github.com/lvm-operator/lvm-operator/internal/lvmd/proto;lvmdpbb\x06proto3"
 
@@ -1206,7 +1309,7 @@ func file_lvmd_proto_rawDescGZIP() []byte {
 }
 
 var file_lvmd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_lvmd_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_lvmd_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_lvmd_proto_goTypes = []any{
 	(SnapshotAccess)(0),              // 0: lvms.lvmd.v1.SnapshotAccess
 	(*LogicalVolume)(nil),            // 1: lvms.lvmd.v1.LogicalVolume
@@ -1220,12 +1323,14 @@ var file_lvmd_proto_goTypes = []any{
 	(*CreateLVSnapshotResponse)(nil), // 9: lvms.lvmd.v1.CreateLVSnapshotResponse
 	(*GetLVListRequest)(nil),         // 10: lvms.lvmd.v1.GetLVListRequest
 	(*GetLVListResponse)(nil),        // 11: lvms.lvmd.v1.GetLVListResponse
-	(*GetFreeBytesRequest)(nil),      // 12: lvms.lvmd.v1.GetFreeBytesRequest
-	(*GetFreeBytesResponse)(nil),     // 13: lvms.lvmd.v1.GetFreeBytesResponse
-	(*WatchRequest)(nil),             // 14: lvms.lvmd.v1.WatchRequest
-	(*WatchResponse)(nil),            // 15: lvms.lvmd.v1.WatchResponse
-	(*DeviceClassCapacity)(nil),      // 16: lvms.lvmd.v1.DeviceClassCapacity
-	(*ThinPoolCapacity)(nil),         // 17: lvms.lvmd.v1.ThinPoolCapacity
+	(*GetLVRequest)(nil),             // 12: lvms.lvmd.v1.GetLVRequest
+	(*GetLVResponse)(nil),            // 13: lvms.lvmd.v1.GetLVResponse
+	(*GetFreeBytesRequest)(nil),      // 14: lvms.lvmd.v1.GetFreeBytesRequest
+	(*GetFreeBytesResponse)(nil),     // 15: lvms.lvmd.v1.GetFreeBytesResponse
+	(*WatchRequest)(nil),             // 16: lvms.lvmd.v1.WatchRequest
+	(*WatchResponse)(nil),            // 17: lvms.lvmd.v1.WatchResponse
+	(*DeviceClassCapacity)(nil),      // 18: lvms.lvmd.v1.DeviceClassCapacity
+	(*ThinPoolCapacity)(nil),         // 19: lvms.lvmd.v1.ThinPoolCapacity
 }
 var file_lvmd_proto_depIdxs = []int32{
 	1,  // 0: lvms.lvmd.v1.CreateLVResponse.volume:type_name -> lvms.lvmd.v1.LogicalVolume
@@ -1233,27 +1338,30 @@ var file_lvmd_proto_depIdxs = []int32{
 	0,  // 2: lvms.lvmd.v1.CreateLVSnapshotRequest.access:type_name -> lvms.lvmd.v1.SnapshotAccess
 	1,  // 3: lvms.lvmd.v1.CreateLVSnapshotResponse.snapshot:type_name -> lvms.lvmd.v1.LogicalVolume
 	1,  // 4: lvms.lvmd.v1.GetLVListResponse.volumes:type_name -> lvms.lvmd.v1.LogicalVolume
-	16, // 5: lvms.lvmd.v1.WatchResponse.items:type_name -> lvms.lvmd.v1.DeviceClassCapacity
-	17, // 6: lvms.lvmd.v1.DeviceClassCapacity.thin_pool:type_name -> lvms.lvmd.v1.ThinPoolCapacity
-	2,  // 7: lvms.lvmd.v1.LVService.CreateLV:input_type -> lvms.lvmd.v1.CreateLVRequest
-	4,  // 8: lvms.lvmd.v1.LVService.RemoveLV:input_type -> lvms.lvmd.v1.RemoveLVRequest
-	6,  // 9: lvms.lvmd.v1.LVService.ResizeLV:input_type -> lvms.lvmd.v1.ResizeLVRequest
-	8,  // 10: lvms.lvmd.v1.LVService.CreateLVSnapshot:input_type -> lvms.lvmd.v1.CreateLVSnapshotRequest
-	10, // 11: lvms.lvmd.v1.VGService.GetLVList:input_type -> lvms.lvmd.v1.GetLVListRequest
-	12, // 12: lvms.lvmd.v1.VGService.GetFreeBytes:input_type -> lvms.lvmd.v1.GetFreeBytesRequest
-	14, // 13: lvms.lvmd.v1.VGService.Watch:input_type -> lvms.lvmd.v1.WatchRequest
-	3,  // 14: lvms.lvmd.v1.LVService.CreateLV:output_type -> lvms.lvmd.v1.CreateLVResponse
-	5,  // 15: lvms.lvmd.v1.LVService.RemoveLV:output_type -> lvms.lvmd.v1.RemoveLVResponse
-	7,  // 16: lvms.lvmd.v1.LVService.ResizeLV:output_type -> lvms.lvmd.v1.ResizeLVResponse
-	9,  // 17: lvms.lvmd.v1.LVService.CreateLVSnapshot:output_type -> lvms.lvmd.v1.CreateLVSnapshotResponse
-	11, // 18: lvms.lvmd.v1.VGService.GetLVList:output_type -> lvms.lvmd.v1.GetLVListResponse
-	13, // 19: lvms.lvmd.v1.VGService.GetFreeBytes:output_type -> lvms.lvmd.v1.GetFreeBytesResponse
-	15, // 20: lvms.lvmd.v1.VGService.Watch:output_type -> lvms.lvmd.v1.WatchResponse
-	14, // [14:21] is the sub-list for method output_type
-	7,  // [7:14] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	1,  // 5: lvms.lvmd.v1.GetLVResponse.volume:type_name -> lvms.lvmd.v1.LogicalVolume
+	18, // 6: lvms.lvmd.v1.WatchResponse.items:type_name -> lvms.lvmd.v1.DeviceClassCapacity
+	19, // 7: lvms.lvmd.v1.DeviceClassCapacity.thin_pool:type_name -> lvms.lvmd.v1.ThinPoolCapacity
+	2,  // 8: lvms.lvmd.v1.LVService.CreateLV:input_type -> lvms.lvmd.v1.CreateLVRequest
+	4,  // 9: lvms.lvmd.v1.LVService.RemoveLV:input_type -> lvms.lvmd.v1.RemoveLVRequest
+	6,  // 10: lvms.lvmd.v1.LVService.ResizeLV:input_type -> lvms.lvmd.v1.ResizeLVRequest
+	8,  // 11: lvms.lvmd.v1.LVService.CreateLVSnapshot:input_type -> lvms.lvmd.v1.CreateLVSnapshotRequest
+	10, // 12: lvms.lvmd.v1.VGService.GetLVList:input_type -> lvms.lvmd.v1.GetLVListRequest
+	12, // 13: lvms.lvmd.v1.VGService.GetLV:input_type -> lvms.lvmd.v1.GetLVRequest
+	14, // 14: lvms.lvmd.v1.VGService.GetFreeBytes:input_type -> lvms.lvmd.v1.GetFreeBytesRequest
+	16, // 15: lvms.lvmd.v1.VGService.Watch:input_type -> lvms.lvmd.v1.WatchRequest
+	3,  // 16: lvms.lvmd.v1.LVService.CreateLV:output_type -> lvms.lvmd.v1.CreateLVResponse
+	5,  // 17: lvms.lvmd.v1.LVService.RemoveLV:output_type -> lvms.lvmd.v1.RemoveLVResponse
+	7,  // 18: lvms.lvmd.v1.LVService.ResizeLV:output_type -> lvms.lvmd.v1.ResizeLVResponse
+	9,  // 19: lvms.lvmd.v1.LVService.CreateLVSnapshot:output_type -> lvms.lvmd.v1.CreateLVSnapshotResponse
+	11, // 20: lvms.lvmd.v1.VGService.GetLVList:output_type -> lvms.lvmd.v1.GetLVListResponse
+	13, // 21: lvms.lvmd.v1.VGService.GetLV:output_type -> lvms.lvmd.v1.GetLVResponse
+	15, // 22: lvms.lvmd.v1.VGService.GetFreeBytes:output_type -> lvms.lvmd.v1.GetFreeBytesResponse
+	17, // 23: lvms.lvmd.v1.VGService.Watch:output_type -> lvms.lvmd.v1.WatchResponse
+	16, // [16:24] is the sub-list for method output_type
+	8,  // [8:16] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_lvmd_proto_init() }
@@ -1267,7 +1375,7 @@ func file_lvmd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lvmd_proto_rawDesc), len(file_lvmd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

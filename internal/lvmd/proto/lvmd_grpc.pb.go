@@ -256,6 +256,7 @@ var LVService_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	VGService_GetLVList_FullMethodName    = "/lvms.lvmd.v1.VGService/GetLVList"
+	VGService_GetLV_FullMethodName        = "/lvms.lvmd.v1.VGService/GetLV"
 	VGService_GetFreeBytes_FullMethodName = "/lvms.lvmd.v1.VGService/GetFreeBytes"
 	VGService_Watch_FullMethodName        = "/lvms.lvmd.v1.VGService/Watch"
 )
@@ -268,6 +269,9 @@ const (
 type VGServiceClient interface {
 	// GetLVList lists the LVs of a device class.
 	GetLVList(ctx context.Context, in *GetLVListRequest, opts ...grpc.CallOption) (*GetLVListResponse, error)
+	// GetLV returns one LV lvmd made: NotFound when the device class has no
+	// LV of that name, FailedPrecondition when lvmd did not make it.
+	GetLV(ctx context.Context, in *GetLVRequest, opts ...grpc.CallOption) (*GetLVResponse, error)
 	// GetFreeBytes returns the capacity available in a device class.
 	GetFreeBytes(ctx context.Context, in *GetFreeBytesRequest, opts ...grpc.CallOption) (*GetFreeBytesResponse, error)
 	// Watch streams the capacity of every device class: the current values
@@ -288,6 +292,16 @@ func (c *vGServiceClient) GetLVList(ctx context.Context, in *GetLVListRequest, o
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetLVListResponse)
 	err := c.cc.Invoke(ctx, VGService_GetLVList_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *vGServiceClient) GetLV(ctx context.Context, in *GetLVRequest, opts ...grpc.CallOption) (*GetLVResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetLVResponse)
+	err := c.cc.Invoke(ctx, VGService_GetLV_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -331,6 +345,9 @@ type VGService_WatchClient = grpc.ServerStreamingClient[WatchResponse]
 type VGServiceServer interface {
 	// GetLVList lists the LVs of a device class.
 	GetLVList(context.Context, *GetLVListRequest) (*GetLVListResponse, error)
+	// GetLV returns one LV lvmd made: NotFound when the device class has no
+	// LV of that name, FailedPrecondition when lvmd did not make it.
+	GetLV(context.Context, *GetLVRequest) (*GetLVResponse, error)
 	// GetFreeBytes returns the capacity available in a device class.
 	GetFreeBytes(context.Context, *GetFreeBytesRequest) (*GetFreeBytesResponse, error)
 	// Watch streams the capacity of every device class: the current values
@@ -349,6 +366,9 @@ type UnimplementedVGServiceServer struct{}
 
 func (UnimplementedVGServiceServer) GetLVList(context.Context, *GetLVListRequest) (*GetLVListResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetLVList not implemented")
+}
+func (UnimplementedVGServiceServer) GetLV(context.Context, *GetLVRequest) (*GetLVResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetLV not implemented")
 }
 func (UnimplementedVGServiceServer) GetFreeBytes(context.Context, *GetFreeBytesRequest) (*GetFreeBytesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetFreeBytes not implemented")
@@ -395,6 +415,24 @@ func _VGService_GetLVList_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VGService_GetLV_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetLVRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VGServiceServer).GetLV(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VGService_GetLV_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VGServiceServer).GetLV(ctx, req.(*GetLVRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _VGService_GetFreeBytes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetFreeBytesRequest)
 	if err := dec(in); err != nil {
@@ -434,6 +472,10 @@ var VGService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetLVList",
 			Handler:    _VGService_GetLVList_Handler,
+		},
+		{
+			MethodName: "GetLV",
+			Handler:    _VGService_GetLV_Handler,
 		},
 		{
 			MethodName: "GetFreeBytes",
