@@ -36,6 +36,22 @@ if grep -q "^kind: PrometheusRule" "${out}/default.yaml"; then
 fi
 grep -q "^kind: ServiceMonitor" "${out}/monitoring.yaml" && grep -q '{{ $labels.node }}' "${out}/monitoring.yaml" ||
 	{ echo "check-dist: FAIL: monitoring.enabled=true does not render the ServiceMonitor and the alerts' templates" >&2; fail=1; }
+"${helm}" template lvms "${chart}" --kube-version 1.37.0 --namespace storage-x --set schedulerExtender.enabled=true \
+	--set image.repository=registry.example.test/lvms --set image.digest="${digest}" >"${out}/extender.yaml"
+if grep -q "lvms-scheduler\|pod-mutating-webhook" "${out}/default.yaml"; then
+	echo "check-dist: FAIL: the chart renders the scheduler extender with schedulerExtender.enabled=false" >&2
+	fail=1
+fi
+for want in "^kind: DaemonSet" "name: lvms-scheduler" "--pod-mutating-webhook" "name: pod-hook.topolvm.io" \
+	"image: 'registry.example.test/lvms@${digest}'"; do
+	grep -q -e "${want}" "${out}/extender.yaml" ||
+		{ echo "check-dist: FAIL: schedulerExtender.enabled=true does not render ${want}" >&2; fail=1; }
+done
+if grep -q "lvms-system" "${out}/extender.yaml"; then
+	echo "check-dist: FAIL: with the extender, a template still names lvms-system when installed into storage-x:" >&2
+	grep -n "lvms-system" "${out}/extender.yaml" >&2
+	fail=1
+fi
 crds="$(grep -c '^kind: CustomResourceDefinition' "${out}/default.yaml" || true)"
 [[ "${crds}" == 4 ]] || { echo "check-dist: FAIL: helm template --include-crds gave ${crds} CRDs, want 4" >&2; fail=1; }
 [[ ${fail} -eq 0 ]] || exit 1

@@ -62,6 +62,9 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 		"OCI archives the nodes import (default: <repo>/_output/images; make images builds them)",
 	)
 	fl.BoolVar(&o.NoProduct, "no-product", false, "do not install the product (config/default): the nodes alone")
+	fl.BoolVar(&o.SchedulerExtender, "scheduler-extender", false,
+		"install the product with its scheduler extender and pod webhook (config/components/scheduler-extender) "+
+			"and configure the kube-scheduler to call the extender")
 	fl.StringVar(&o.RepoDir, "repo", "", "repository root (default: found above the working directory)")
 	fl.StringVar(
 		&o.KubeAssets,

@@ -25,6 +25,9 @@ func newDistCommand() *cobra.Command {
 			if o.MonitoringDir == "" {
 				o.MonitoringDir = filepath.Join(root, "config", "prometheus")
 			}
+			if o.ExtenderComponent == "" {
+				o.ExtenderComponent = filepath.Join(root, "config", "components", "scheduler-extender")
+			}
 			if o.SampleFile == "" {
 				o.SampleFile = filepath.Join(root, "config", "samples", "lvm_v1alpha1_lvmcluster.yaml")
 			}
@@ -53,5 +56,7 @@ func newDistCommand() *cobra.Command {
 	fl.StringVar(&o.MonitoringDir, "monitoring", "",
 		"kustomize directory of the Prometheus Operator objects (default <root>/config/prometheus)")
 	fl.StringVar(&o.Version, "version", "0.1.0", "release version of the chart and the bundle")
+	fl.StringVar(&o.ExtenderComponent, "scheduler-extender", "", "kustomize component of the scheduler extender, "+
+		"the chart's schedulerExtender.enabled (default <root>/config/components/scheduler-extender)")
 	return cmd
 }

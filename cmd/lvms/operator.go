@@ -57,7 +57,12 @@ type operatorFlags struct {
 	csiSocket          string
 	releaseVolumes     bool
 	deleteClaims       bool
+	podMutatingWebhook bool
 }
+
+// podMutatingWebhookFlag turns on TopoLVM's pod webhook for the scheduler extender
+// (config/components/scheduler-extender adds it with the webhook's configuration).
+const podMutatingWebhookFlag = "pod-mutating-webhook"
 
 func newOperatorCommand() *cobra.Command {
 	f := operatorFlags{}
@@ -110,6 +115,9 @@ func newOperatorCommand() *cobra.Command {
 	fl.BoolVar(&f.deleteClaims, noderemoval.DeleteClaimsFlag, false,
 		"delete the PersistentVolumeClaims of topolvm.io volumes on deleted Nodes, so StatefulSets recreate "+
 			"them on other nodes (with a Delete reclaim policy their volumes go too, even if the machine comes back)")
+	fl.BoolVar(&f.podMutatingWebhook, podMutatingWebhookFlag, false,
+		"serve TopoLVM's pod webhook at "+lvmswebhook.PodMutatorPath+": annotate pods with unbound topolvm.io claims "+
+			"for the scheduler extender (lvms scheduler); needs its MutatingWebhookConfiguration")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas")
 	// OpenShift's recommendation for control planes that may be slow (single-node clusters, busy
 	// nodes), which LVMS uses too: a lease renewal that misses a 10 s deadline once must not stop
@@ -276,6 +284,9 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 	}
 	// The webhooks serve only once their certificate exists; a failed registration ends mgr.Start.
 	if err := mgr.Add(delayedSetup{ready: certsReady, what: "LVMCluster webhooks", setup: func() error {
+		if f.podMutatingWebhook {
+			lvmswebhook.SetupPodMutator(mgr)
+		}
 		return lvmswebhook.Setup(mgr, f.namespace)
 	}}); err != nil {
 		return fmt.Errorf("add LVMCluster webhook setup: %w", err)

@@ -12,6 +12,7 @@ func newRootCommand() *cobra.Command {
 			"Each component runs as a subcommand of this one binary.",
 		SilenceUsage: true,
 	}
-	root.AddCommand(newVersionCommand(), newLvmdCommand(), newOperatorCommand(), newNodeCommand(), newDisksCommand())
+	root.AddCommand(newVersionCommand(), newLvmdCommand(), newOperatorCommand(), newNodeCommand(), newDisksCommand(),
+		newSchedulerCommand())
 	return root
 }

@@ -32,6 +32,9 @@ type Config struct {
 	// ProductDigestFile is where it was read.
 	ProductDigest     string `json:"productDigest,omitempty"`
 	ProductDigestFile string `json:"productDigestFile,omitempty"`
+	// SchedulerExtender installs the product with the scheduler-extender component and runs the
+	// kube-scheduler with the extender (extender.go).
+	SchedulerExtender bool `json:"schedulerExtender,omitempty"`
 }
 
 // nodeName is the name of guest node i.

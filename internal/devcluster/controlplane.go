@@ -24,7 +24,7 @@ const (
 )
 
 // allPorts are the listeners the supervisor allocates, in start order.
-var allPorts = []string{portEtcd, portEtcdPeer, portAPIServer, portKCM, portScheduler, portSnapshotCtl}
+var allPorts = []string{portEtcd, portEtcdPeer, portAPIServer, portKCM, portScheduler, portSnapshotCtl, portExtender}
 
 // componentTimeout bounds how long one component may take to become ready.
 const componentTimeout = 90 * time.Second
@@ -40,6 +40,8 @@ type cluster struct {
 	http   *http.Client
 	// egress is the apiserver's way into the nodes (nil until prepareRealNodes).
 	egress *egressProxy
+	// forward carries the scheduler's extender calls into the cluster (nil without the extender).
+	forward *serviceForward
 }
 
 func newCluster(l Layout, cfg Config, out io.Writer) (*cluster, error) {
@@ -169,11 +171,12 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	kc := c.l.Kubeconfig()
-	common := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
-		"--bind-address=127.0.0.1", "--leader-elect=false"}
+	common := []string{"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1"}
 	if err := c.run(
 		ctx,
 		spec{name: "kube-controller-manager", path: c.kube("kube-controller-manager"), args: append(common,
+			"--kubeconfig="+kc, "--leader-elect=false",
 			"--secure-port="+c.port(portKCM), "--cert-dir="+c.pki("kcm"),
 			"--controllers=*,-serviceaccount-token", "--root-ca-file="+c.pki(caCertFile),
 			"--service-account-private-key-file="+c.pki(saKeyFile), "--use-service-account-credentials=false",
@@ -182,9 +185,13 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 	); err != nil {
 		return err
 	}
-	return c.run(ctx, spec{name: "kube-scheduler", path: c.kube("kube-scheduler"), args: append(common,
+	schedArgs, err := c.schedulerArgs()
+	if err != nil {
+		return err
+	}
+	return c.run(ctx, spec{name: "kube-scheduler", path: c.kube("kube-scheduler"), args: append(append(common,
 		"--secure-port="+c.port(portScheduler), "--cert-dir="+c.pki("scheduler"),
-	)}, c.httpOK("https://127.0.0.1:"+c.port(portScheduler)+"/healthz"))
+	), schedArgs...)}, c.httpOK("https://127.0.0.1:"+c.port(portScheduler)+"/healthz"))
 }
 
 // startSnapshotController starts the snapshot-controller (a cluster add-on, not the product).

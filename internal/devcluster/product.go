@@ -65,6 +65,13 @@ func (c *cluster) installProduct(ctx context.Context) error {
 			return fmt.Errorf("overlay base: %w", err)
 		}
 		body := fmt.Sprintf(productOverlay, base, c.cfg.ProductDigest, c.cfg.ProductDigestFile, ProductImage)
+		if c.cfg.SchedulerExtender {
+			comp, err := filepath.Rel(dir, filepath.Join(c.cfg.RepoDir, ExtenderComponent))
+			if err != nil {
+				return fmt.Errorf("overlay component: %w", err)
+			}
+			body += "components:\n- " + comp + "\n" + extenderOverlayPatch
+		}
 		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(body), 0o644); err != nil {
 			return fmt.Errorf("write overlay: %w", err)
 		}

@@ -75,6 +75,9 @@ func (c *cluster) start(ctx context.Context) error {
 	if err := c.startControlPlane(ctx); err != nil {
 		return err
 	}
+	if err := c.startExtenderForward(); err != nil {
+		return err
+	}
 	if err := c.applyCRDs(ctx); err != nil {
 		return err
 	}
@@ -95,6 +98,9 @@ func (c *cluster) start(ctx context.Context) error {
 // proxy's socket.
 func (c *cluster) teardown() error {
 	errs := []error{c.stopNodes(), c.stopAll()}
+	if c.forward != nil {
+		c.forward.close()
+	}
 	if c.egress != nil {
 		c.egress.close()
 		_ = os.Remove(c.l.EgressSocket())

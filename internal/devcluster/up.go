@@ -33,6 +33,9 @@ type UpOptions struct {
 	ImagesDir string
 	// NoProduct leaves the product out of the cluster (to try the nodes alone).
 	NoProduct bool
+	// SchedulerExtender installs the product with its scheduler extender and pod webhook
+	// (config/components/scheduler-extender) and configures the kube-scheduler to call it.
+	SchedulerExtender bool
 	// Timeout bounds the wait for the cluster after the supervisor started.
 	Timeout time.Duration
 	// Out receives progress.
@@ -118,7 +121,7 @@ func resetState(l Layout) error {
 // (the product runs from its image).
 func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	cfg := Config{RepoDir: o.RepoDir, KubeAssets: o.KubeAssets, CSITools: o.CSITools, Nodes: o.Nodes,
-		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB,
+		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB, SchedulerExtender: o.SchedulerExtender,
 		LVMSDev: filepath.Join(l.Bin(), "lvms-dev"), GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
 	if cfg.MemoryMiB <= 0 {
 		cfg.MemoryMiB = DefaultMemoryMiB

@@ -6,6 +6,10 @@
 // LVMS's admission warnings; the defaulting webhook sets the one default upstream sets by webhook
 // (deviceDiscoveryPolicy Static for a new class without listed disks). docs/api-compat.md lists every
 // rule.
+//
+// It also holds TopoLVM's pod webhook (PodCapacityMutator, off unless `lvms operator
+// --pod-mutating-webhook`), which marks pods with unbound topolvm.io claims for the scheduler
+// extender; docs/scheduler-extender.md describes it.
 package webhook
 
 import (

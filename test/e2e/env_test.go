@@ -64,6 +64,9 @@ type env struct {
 	cs  kubernetes.Interface
 	cfg *rest.Config
 	ns  string
+	// extender leaves the namespace open to the pod webhook of the scheduler extender (only
+	// TestSchedulerExtender's).
+	extender bool
 }
 
 // newEnv connects, makes sure the e2e LVMCluster is Ready and creates a namespace for the test,
@@ -111,6 +114,9 @@ func (e *env) createNamespace() {
 	// A namespace of an earlier run on a kept cluster may still be terminating: wait it out.
 	e.waitFor("namespace "+e.ns, func(ctx context.Context) (bool, string, error) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}
+		if !e.extender {
+			ns.Labels = map[string]string{webhookOptOutLabel: "ignore"}
+		}
 		err := e.c.Create(ctx, ns)
 		if apierrors.IsAlreadyExists(err) {
 			if err := e.c.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {

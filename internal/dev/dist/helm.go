@@ -49,9 +49,26 @@ func chartFiles(inst *Install, o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	values, err := chartValues(deploy)
+	values, err := chartValues(deploy, o.ExtenderComponent != "")
 	if err != nil {
 		return nil, err
+	}
+	changed := map[string]*unstructured.Unstructured{}
+	if o.ExtenderComponent != "" {
+		ext, err := renderWithComponent(o.ConfigDir, o.ExtenderComponent)
+		if err != nil {
+			return nil, err
+		}
+		added, ch, err := extenderDelta(inst, ext)
+		if err != nil {
+			return nil, err
+		}
+		changed = ch
+		tpl, err := addedTemplate(added, inst.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		files[extenderTemplate] = []byte(tpl)
 	}
 	for _, obj := range inst.Objects {
 		switch obj.GetKind() {
@@ -69,13 +86,18 @@ func chartFiles(inst *Install, o Options) (map[string][]byte, error) {
 			files[ChartDir+"/crds/"+name] = b
 			continue
 		}
-		t := obj.DeepCopy()
-		templatize(t.Object, inst.Namespace)
-		b, err := toYAML(t.Object)
+		text, err := templateYAML(obj, inst.Namespace)
 		if err != nil {
 			return nil, err
 		}
-		files[ChartDir+"/templates/"+fileName(obj)] = []byte(generatedHeader + string(b))
+		if with, ok := changed[objectKey(obj)]; ok {
+			withText, err := templateYAML(with, inst.Namespace)
+			if err != nil {
+				return nil, err
+			}
+			text = eitherTemplate(withText, text)
+		}
+		files[ChartDir+"/templates/"+fileName(obj)] = []byte(generatedHeader + text)
 	}
 	files[ChartDir+"/Chart.yaml"] = []byte(chartYAML(o.Version))
 	files[ChartDir+"/values.yaml"] = []byte(values)
@@ -102,7 +124,8 @@ func templatize(obj map[string]any, namespace string) {
 				t[i] = walk(child, key)
 			}
 		case string:
-			if t == namespace && key == "namespace" {
+			// "values": a namespace selector's (kubernetes.io/metadata.name In/NotIn [namespace]).
+			if t == namespace && (key == "namespace" || key == "values") {
 				return tplNamespace
 			}
 		}
@@ -112,7 +135,7 @@ func templatize(obj map[string]any, namespace string) {
 }
 
 func templatizeContainer(c map[string]any, name string) {
-	if name == operatorContainer {
+	if name == operatorContainer || name == extenderContainer {
 		c["image"] = tplImage
 		c["imagePullPolicy"] = tplPolicy
 		return
@@ -123,7 +146,7 @@ func templatizeContainer(c map[string]any, name string) {
 }
 
 // chartValues is values.yaml: the defaults are the rendered install's images.
-func chartValues(deploy *unstructured.Unstructured) (string, error) {
+func chartValues(deploy *unstructured.Unstructured, extender bool) (string, error) {
 	containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
 	if err != nil {
 		return "", fmt.Errorf("deployment %s: containers: %w", deploy.GetName(), err)
@@ -152,6 +175,12 @@ func chartValues(deploy *unstructured.Unstructured) (string, error) {
 	)
 	b.WriteString("# The ServiceMonitor and PrometheusRule of config/prometheus; they need the Prometheus Operator.\n" +
 		"monitoring:\n  enabled: false\n")
+	if extender {
+		b.WriteString("# The scheduler extender (lvms scheduler) on the control-plane nodes and the operator's pod\n" +
+			"# webhook (config/components/scheduler-extender); kube-scheduler must be configured to call it\n" +
+			"# (docs/scheduler-extender.md). Off: pods are placed by CSIStorageCapacity alone.\n" +
+			"schedulerExtender:\n  enabled: false\n")
+	}
 	b.WriteString("# The standard kubernetes-csi sidecars beside the operator.\nsidecars:\n")
 	for _, name := range sortedKeys(sidecarValues) {
 		img, ok := images[name]

@@ -27,6 +27,10 @@ type Options struct {
 	MonitoringDir string
 	// Version is the release version of the chart and the bundle (semver, no leading v).
 	Version string
+	// ExtenderComponent is the kustomize component of the scheduler extender
+	// (config/components/scheduler-extender): the chart's value schedulerExtender.enabled; empty
+	// leaves it out of the chart.
+	ExtenderComponent string
 }
 
 // Install is the rendered install: the multi-document YAML and its objects in the same order.
