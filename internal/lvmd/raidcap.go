@@ -2,6 +2,7 @@ package lvmd
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
@@ -48,22 +49,34 @@ func (l layout) metaExtents() uint64 {
 // from PVs with the free extent counts free: the rounds of the allocation described
 // above, each taking the smallest of the k largest counts from each of the k PVs.
 func perImageExtents(free []uint64, k int) uint64 {
+	return allocateRounds(slices.Clone(free), k, math.MaxUint64)
+}
+
+// allocateRounds runs lvm2's allocation rounds over the free extent counts free, which it
+// changes in place: each round takes from each of the k largest counts the smallest of them
+// (at most what is still needed), until need extents per area are taken or fewer than k
+// counts are left non-zero. It returns the extents taken per area.
+func allocateRounds(free []uint64, k int, need uint64) uint64 {
 	if k <= 0 || len(free) < k {
 		return 0
 	}
-	f := slices.Clone(free)
+	idx := make([]int, len(free))
+	for i := range idx {
+		idx[i] = i
+	}
 	var total uint64
-	for {
-		slices.SortFunc(f, func(a, b uint64) int { return cmp.Compare(b, a) })
-		take := f[k-1]
+	for total < need {
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(free[b], free[a]) })
+		take := min(free[idx[k-1]], need-total)
 		if take == 0 {
-			return total
+			break
 		}
-		for i := range k {
-			f[i] -= take
+		for _, i := range idx[:k] {
+			free[i] -= take
 		}
 		total += take
 	}
+	return total
 }
 
 // maxRAIDExtents returns the largest LV (in extents) of layout l on PVs with the free
@@ -122,23 +135,16 @@ func takePVExtents(st *lvm.State, vg lvm.VG, l layout, lvExtents uint64, withMet
 		need += l.metaExtents()
 	}
 	var idx []int
+	var free []uint64
 	for i, pv := range st.PVs {
-		if pv.VGName == vg.Name && allocatable(pv) {
+		if pv.VGName == vg.Name && allocatable(pv) && vg.ExtentSize > 0 {
 			idx = append(idx, i)
+			free = append(free, pv.Free/vg.ExtentSize)
 		}
 	}
-	if vg.ExtentSize == 0 || len(idx) < k {
-		return
-	}
-	for need > 0 {
-		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(st.PVs[b].Free, st.PVs[a].Free) })
-		take := min(st.PVs[idx[k-1]].Free/vg.ExtentSize, need)
-		if take == 0 {
-			return
-		}
-		for _, i := range idx[:k] {
-			st.PVs[i].Free -= take * vg.ExtentSize
-		}
-		need -= take
+	left := slices.Clone(free)
+	allocateRounds(left, k, need)
+	for j, i := range idx {
+		st.PVs[i].Free -= (free[j] - left[j]) * vg.ExtentSize
 	}
 }

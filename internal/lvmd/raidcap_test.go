@@ -156,3 +156,37 @@ func TestPerImageExtents(t *testing.T) {
 		}
 	}
 }
+
+// TestTakePVExtents: the cache takes a new LV's extents from the PVs in the rounds perImageExtents
+// counts, stopping at what the LV needs, and leaves PVs of other VGs and unallocatable PVs alone.
+func TestTakePVExtents(t *testing.T) {
+	raid1 := layout{raid: lvm.RAID1, mirrors: 1}
+	tests := []struct {
+		name     string
+		free     []uint64
+		notAlloc []int
+		l        layout
+		extents  uint64
+		withMeta bool
+		want     []uint64
+	}{
+		{name: "two rounds, the second partial", free: []uint64{30, 20, 20}, l: raid1, extents: 24, withMeta: true,
+			want: []uint64{5, 0, 15}},
+		{name: "grow: no rmeta", free: []uint64{30, 20, 20}, l: raid1, extents: 25, want: []uint64{5, 0, 15}},
+		{name: "not allocatable", free: []uint64{30, 20, 20}, notAlloc: []int{0}, l: raid1, extents: 10,
+			want: []uint64{30, 10, 10}},
+		{name: "linear", free: []uint64{3, 8}, l: layout{}, extents: 5, want: []uint64{3, 3}},
+		{name: "more than there is", free: []uint64{4, 4}, l: raid1, extents: 9, withMeta: true, want: []uint64{0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := raidState(tt.free, tt.notAlloc...)
+			takePVExtents(s, s.VGs[0], tt.l, tt.extents, tt.withMeta)
+			for i, pv := range s.PVs {
+				if got := pv.Free / testExtent; got != tt.want[i] {
+					t.Errorf("PV %s: %d free extents, want %d (all %v)", pv.Name, got, tt.want[i], tt.want)
+				}
+			}
+		})
+	}
+}
