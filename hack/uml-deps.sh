@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the User-mode Linux (UML) test harness needs: the UML kernel (linux.uml and its
-# modules), lvm2 and thin-provisioning-tools, filesystem tools, kmod (modprobe/insmod in the guest)
-# and gcc/libc headers (to build the xstate ptrace shim, see hack/uml/xstate-shim.c); and what the
-# dev cluster's real nodes run inside the guests (hack/uml/real-node.sh): containerd (with ctr and
-# containerd-shim-runc-v2), crun, the CNI plugins (bridge, host-local, loopback) and iptables
-# (iptables-legacy for the Service DNAT). Nothing of it runs on the host: the guests see the
-# host's / read-only and run these binaries from there.
+# modules), lvm2 and thin-provisioning-tools, filesystem tools, cryptsetup (encrypted volumes),
+# kmod (modprobe/insmod in the guest) and gcc/libc headers (to build the xstate ptrace shim, see
+# hack/uml/xstate-shim.c); and what the dev cluster's real nodes run inside the guests
+# (hack/uml/real-node.sh): containerd (with ctr and containerd-shim-runc-v2), crun, the CNI plugins
+# (bridge, host-local, loopback) and iptables (iptables-legacy for the Service DNAT). Nothing of it
+# runs on the host: the guests see the host's / read-only and run these binaries from there.
 #
 # Idempotent and fast when everything is present: it only runs `apt-get update` and
 # `apt-get install` when a command is missing. All output goes to stderr.
@@ -26,6 +26,7 @@ declare -A NEED=(
 	[blockdev]=util-linux
 	[sfdisk]=fdisk
 	[mkfs.btrfs]=btrfs-progs
+	[cryptsetup]=cryptsetup-bin
 	[containerd]=containerd
 	[crun]=crun
 	[iptables-legacy]=iptables
@@ -69,7 +70,7 @@ apt-get update >&2
 
 # Install the full set (cheap when most are present), keeping only packages apt knows.
 want=(user-mode-linux lvm2 thin-provisioning-tools xfsprogs e2fsprogs kmod gcc libc6-dev util-linux fdisk btrfs-progs
-	containerd crun containernetworking-plugins iptables)
+	cryptsetup-bin containerd crun containernetworking-plugins iptables)
 install=()
 for pkg in "${want[@]}"; do
 	candidate="$(apt-cache policy "${pkg}" 2>/dev/null | awk '/Candidate:/ {print $2}')"

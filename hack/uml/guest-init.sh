@@ -71,9 +71,12 @@ load_modules() {
 	for m in dm-mod dm-bufio dm-bio-prison dm-persistent-data dm-thin-pool dm-snapshot; do
 		modprobe "$m" || die "modprobe $m"
 	done
-	# RAID, mirror, cache and integrity LVs; optional, the UML package may lack some.
+	# RAID, mirror, cache and integrity LVs, and dm-crypt with the ciphers of cryptsetup's LUKS2
+	# default (aes-xts-plain64; aes and sha256 are built in) and the kernel crypto API cryptsetup uses
+	# for its keyslots (algif_skcipher); optional, the UML package may lack some.
 	for m in dm-zero dm-mirror dm-log md-mod raid0 raid1 raid10 raid456 dm-raid \
-		dm-cache dm-cache-smq dm-writecache dm-integrity loop; do
+		dm-cache dm-cache-smq dm-writecache dm-integrity loop \
+		dm-crypt xts algif_skcipher algif_hash; do
 		modprobe -q "$m" 2>/dev/null || true
 	done
 }

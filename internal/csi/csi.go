@@ -28,10 +28,42 @@ const (
 	// CapacityAnnotationPrefix prefixes the node annotation carrying the free bytes of a device class:
 	// capacity.topolvm.io/<deviceClass>.
 	CapacityAnnotationPrefix = "capacity.topolvm.io/"
+	// ParamEncryption is the StorageClass parameter (ours, opt-in) asking for encryption at rest; the only
+	// value is EncryptionLUKS2. The controller copies it into the volume context (and the LogicalVolume's
+	// annotations) so the node service sees it in NodeStage and NodePublish.
+	ParamEncryption = "topolvm.io/encryption"
+	// SecretKeyPassphrase is the key of the node-stage and node-expand Secrets holding the passphrase of an
+	// encrypted volume (its exact bytes, a trailing newline included).
+	SecretKeyPassphrase = "key"
 	// DefaultDeviceClassKey is the annotation suffix the node uses for its default device class
 	// (capacity.topolvm.io/00default), which requests with an empty device class consult.
 	DefaultDeviceClassKey = "00default"
 )
+
+// Encryption values of ParamEncryption.
+const (
+	// EncryptionLUKS2 puts a LUKS2 container (cryptsetup) on the LV; the filesystem or the raw block
+	// device a pod sees is the dm-crypt mapping opened in NodeStageVolume.
+	EncryptionLUKS2 = "luks2"
+	// LUKS2HeaderSize is what cryptsetup's default LUKS2 header (metadata and keyslots) takes at the start
+	// of the LV: the mapping is this much smaller than the LV.
+	LUKS2HeaderSize = 16 * MiB
+)
+
+// ErrInvalidEncryption is wrapped by a refused ParamEncryption value.
+var ErrInvalidEncryption = errors.New("unsupported encryption")
+
+// Encryption returns the encryption ParamEncryption asks for in params (a StorageClass's parameters or a
+// volume context): "" for none or EncryptionLUKS2; any other value is an error wrapping
+// ErrInvalidEncryption.
+func Encryption(params map[string]string) (string, error) {
+	switch v := params[ParamEncryption]; v {
+	case "", EncryptionLUKS2:
+		return v, nil
+	default:
+		return "", fmt.Errorf("%w: %s %q (supported: %q)", ErrInvalidEncryption, ParamEncryption, v, EncryptionLUKS2)
+	}
+}
 
 // Filesystem types the driver formats and mounts.
 const (

@@ -2,6 +2,7 @@ package csi_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -110,17 +111,29 @@ func TestListenRefusesToRemoveNonSockets(t *testing.T) {
 	}
 }
 
+// TestUnaryLoggerStripsSecrets: the passphrases of encrypted volumes (node-stage and node-expand
+// secrets) never reach the log, whether the call succeeds or fails.
 func TestUnaryLoggerStripsSecrets(t *testing.T) {
-	var logs strings.Builder
-	log := funcr.New(func(prefix, args string) { logs.WriteString(args + "\n") }, funcr.Options{Verbosity: 1})
-	intercept := lvmcsi.UnaryLogger(log)
-	req := &spec.NodePublishVolumeRequest{VolumeId: "v1", Secrets: map[string]string{"password": "hunter2"}}
-	_, err := intercept(t.Context(), req, &grpc.UnaryServerInfo{FullMethod: "/csi.v1.Node/NodePublishVolume"},
-		func(context.Context, any) (any, error) { return &spec.NodePublishVolumeResponse{}, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(logs.String(), "hunter2") || !strings.Contains(logs.String(), "v1") {
-		t.Errorf("log leaks a secret or lacks the request:\n%s", logs.String())
+	secrets := map[string]string{"key": "hunter2"}
+	for _, req := range []any{
+		&spec.NodePublishVolumeRequest{VolumeId: "v1", Secrets: secrets},
+		&spec.NodeStageVolumeRequest{VolumeId: "v1", Secrets: secrets},
+		&spec.NodeExpandVolumeRequest{VolumeId: "v1", Secrets: secrets},
+	} {
+		for _, fail := range []bool{false, true} {
+			var logs strings.Builder
+			log := funcr.New(func(prefix, args string) { logs.WriteString(args + "\n") }, funcr.Options{Verbosity: 1})
+			intercept := lvmcsi.UnaryLogger(log)
+			_, _ = intercept(t.Context(), req, &grpc.UnaryServerInfo{FullMethod: "/csi.v1.Node/X"},
+				func(context.Context, any) (any, error) {
+					if fail {
+						return nil, errors.New("failed")
+					}
+					return &spec.NodePublishVolumeResponse{}, nil
+				})
+			if strings.Contains(logs.String(), "hunter2") || !strings.Contains(logs.String(), "v1") {
+				t.Errorf("%T (failed %v): log leaks a secret or lacks the request:\n%s", req, fail, logs.String())
+			}
+		}
 	}
 }

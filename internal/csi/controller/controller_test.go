@@ -85,6 +85,8 @@ func TestCreateVolumeRejectsInvalidRequests(t *testing.T) {
 			withRange(0, 100*lvmcsi.MiB)), codes.OutOfRange},
 		{"required above limit", createReq(uniqueName("bad"), withRange(2*lvmcsi.GiB, lvmcsi.GiB)), codes.OutOfRange},
 		{"unknown snapshot", createReq(uniqueName("bad"), fromSnapshot("no-such-snapshot")), codes.NotFound},
+		{"unknown encryption", createReq(uniqueName("bad"), withParam(lvmcsi.ParamEncryption, "luks1")),
+			codes.InvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,5 +229,32 @@ func TestObjectName(t *testing.T) {
 	if lv := getLV(t, objectName("Upper-Case_Name")); lv == nil || lv.Spec.Name != "Upper-Case_Name" ||
 		lv.Status.VolumeID != v1.GetVolumeId() {
 		t.Errorf("LogicalVolume of a CSI name that is no object name: %+v", lv)
+	}
+}
+
+// TestCreateVolumeEncrypted: the encryption parameter reaches the node in the volume context (of the
+// first and of a repeated call), the LUKS2 header is added to the minimum size, and a repeat asking
+// for another encryption is AlreadyExists.
+func TestCreateVolumeEncrypted(t *testing.T) {
+	name := uniqueName("luks")
+	small := withRange(lvmcsi.MiB, 0)
+	for range 2 {
+		v := mustCreate(t, createReq(name, small, withParam(lvmcsi.ParamEncryption, lvmcsi.EncryptionLUKS2)))
+		if got := v.GetVolumeContext()[lvmcsi.ParamEncryption]; got != lvmcsi.EncryptionLUKS2 {
+			t.Errorf(
+				"volume context %v, want %s=%s",
+				v.GetVolumeContext(),
+				lvmcsi.ParamEncryption,
+				lvmcsi.EncryptionLUKS2,
+			)
+		}
+	}
+	if got, want := getLV(t, name).Spec.Size.Value(), lvmcsi.MinSizeExt4+lvmcsi.LUKS2HeaderSize; got != want {
+		t.Errorf("spec.size %d, want the ext4 minimum plus the LUKS2 header, %d", got, want)
+	}
+	_, err := srv.CreateVolume(testCtx(t), createReq(name, small))
+	wantCode(t, err, codes.AlreadyExists)
+	if v := mustCreate(t, createReq(uniqueName("plain"))); len(v.GetVolumeContext()) != 0 {
+		t.Errorf("plain volume has volume context %v", v.GetVolumeContext())
 	}
 }

@@ -60,12 +60,24 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 			return nil, err
 		}
 	}
-	size, err := lvmcsi.RequestedSize(req.GetCapacityRange(), lvmcsi.MinimumSize(fsType, block))
+	encryption, err := lvmcsi.Encryption(params)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errInvalid, err)
+	}
+	minimum := lvmcsi.MinimumSize(fsType, block)
+	var annotations map[string]string
+	if encryption != "" {
+		// The LUKS2 header comes off the LV; the filesystem still gets its minimum. The annotation
+		// carries the choice to volumeOf (the volume context) and to ControllerExpandVolume.
+		minimum += lvmcsi.LUKS2HeaderSize
+		annotations = map[string]string{lvmcsi.ParamEncryption: encryption}
+	}
+	size, err := lvmcsi.RequestedSize(req.GetCapacityRange(), minimum)
 	if err != nil {
 		return nil, err
 	}
 	lv := &topolvmv1.LogicalVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: objectName(req.GetName())},
+		ObjectMeta: metav1.ObjectMeta{Name: objectName(req.GetName()), Annotations: annotations},
 		Spec: topolvmv1.LogicalVolumeSpec{
 			Name:                req.GetName(),
 			DeviceClass:         params[lvmcsi.ParamDeviceClass],
@@ -191,6 +203,9 @@ func compatible(lv, want *topolvmv1.LogicalVolume) error {
 	case lv.Spec.AccessType != want.Spec.AccessType:
 		return fmt.Errorf("volume %s: %w: access type %q, requested %q", lv.Name, errAlreadyExists,
 			lv.Spec.AccessType, want.Spec.AccessType)
+	case encryptionOf(lv) != encryptionOf(want):
+		return fmt.Errorf("volume %s: %w: encryption %q, requested %q", lv.Name, errAlreadyExists,
+			encryptionOf(lv), encryptionOf(want))
 	}
 	return nil
 }
@@ -223,10 +238,21 @@ func created(lv *topolvmv1.LogicalVolume) (bool, error) {
 	}
 }
 
-// volumeOf is the CSI volume of a created LogicalVolume.
+// encryptionOf is the encryption the LogicalVolume was created with ("" for none).
+func encryptionOf(lv *topolvmv1.LogicalVolume) string {
+	return lv.Annotations[lvmcsi.ParamEncryption]
+}
+
+// volumeOf is the CSI volume of a created LogicalVolume; its volume context names the encryption, which
+// the node needs in NodeStageVolume and NodePublishVolume.
 func volumeOf(lv *topolvmv1.LogicalVolume, src *csi.VolumeContentSource) *csi.Volume {
+	var volumeContext map[string]string
+	if e := encryptionOf(lv); e != "" {
+		volumeContext = map[string]string{lvmcsi.ParamEncryption: e}
+	}
 	return &csi.Volume{
 		VolumeId:           lv.Status.VolumeID,
+		VolumeContext:      volumeContext,
 		CapacityBytes:      currentSize(lv),
 		ContentSource:      src,
 		AccessibleTopology: []*csi.Topology{{Segments: map[string]string{lvmcsi.TopologyNodeKey: lv.Spec.NodeName}}},

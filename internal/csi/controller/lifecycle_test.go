@@ -13,15 +13,21 @@ func TestControllerExpandVolume(t *testing.T) {
 	tests := []struct {
 		name         string
 		capability   *csi.VolumeCapability
+		encryption   string
 		wantNodeStep bool
 	}{
-		{"filesystem", mountCap("ext4"), true},
-		{"block", blockCap(), false},
+		{"filesystem", mountCap("ext4"), "", true},
+		{"block", blockCap(), "", false},
+		// Its dm-crypt mapping must be resized on the node.
+		{"encrypted block", blockCap(), lvmcsi.EncryptionLUKS2, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := uniqueName("grow")
-			v := mustCreate(t, createReq(name, withCaps(tt.capability)))
+			v := mustCreate(
+				t,
+				createReq(name, withCaps(tt.capability), withParam(lvmcsi.ParamEncryption, tt.encryption)),
+			)
 			req := &csi.ControllerExpandVolumeRequest{
 				VolumeId:         v.GetVolumeId(),
 				CapacityRange:    &csi.CapacityRange{RequiredBytes: 2*lvmcsi.GiB + 1},

@@ -59,7 +59,7 @@ func (s *Server) deleteByVolumeID(ctx context.Context, id string) error {
 }
 
 // ControllerExpandVolume raises spec.size of the LogicalVolume and waits until the node reports a
-// current size at least as large. Filesystem volumes then need NodeExpandVolume.
+// current size at least as large. Filesystem volumes and encrypted volumes then need NodeExpandVolume.
 func (s *Server) ControllerExpandVolume(
 	ctx context.Context,
 	req *csi.ControllerExpandVolumeRequest,
@@ -89,9 +89,11 @@ func (s *Server) ControllerExpandVolume(
 	if err != nil {
 		return nil, rpcError(err)
 	}
+	// An encrypted block volume still needs the node: its dm-crypt mapping keeps its size until
+	// `cryptsetup resize`.
 	return &csi.ControllerExpandVolumeResponse{
 		CapacityBytes:         currentSize(lv),
-		NodeExpansionRequired: !lvmcsi.IsBlock(req.GetVolumeCapability()),
+		NodeExpansionRequired: !lvmcsi.IsBlock(req.GetVolumeCapability()) || encryptionOf(lv) != "",
 	}, nil
 }
 

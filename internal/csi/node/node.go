@@ -2,10 +2,11 @@
 // logical volumes into pods (filesystem volumes) or bind-mounts their device nodes (raw block volumes),
 // grows filesystems after expansion and reports usage and health (NodeGetVolumeHealth).
 //
-// Host commands (blkid, mkfs, resize2fs, xfs_growfs, btrfs, btrfstune) run through the one
+// Host commands (blkid, mkfs, resize2fs, xfs_growfs, btrfs, btrfstune, cryptsetup) run through the one
 // exec.Executor; mounts go through k8s.io/mount-utils. Where a volume's device lives is asked of a
-// Volumes implementation (the node agent's lvmd). Volumes are not staged: each publish mounts the
-// device at its target.
+// Volumes implementation (the node agent's lvmd). Each publish mounts the device at its target; staging
+// only matters for encrypted volumes (StorageClass parameter topolvm.io/encryption: luks2), whose
+// LUKS2 container NodeStageVolume formats and opens and NodeUnstageVolume closes (crypt.go).
 package node
 
 import (
@@ -37,7 +38,7 @@ type Options struct {
 	Volumes Volumes
 	// Mounter mounts and unmounts (mount.New("") in production, mount.NewFakeMounter in tests).
 	Mounter mount.Interface
-	// Exec runs blkid, mkfs.*, resize2fs, xfs_growfs, btrfs and btrfstune.
+	// Exec runs blkid, mkfs.*, resize2fs, xfs_growfs, btrfs, btrfstune and cryptsetup.
 	Exec exec.Executor
 	// KubeletDir is the kubelet's root directory (DefaultKubeletDir when empty). Target and volume
 	// paths must lie below it: NodePublish, NodeUnpublish and NodeExpand refuse any other path with
@@ -79,7 +80,8 @@ func (s *Server) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.Nod
 	}, nil
 }
 
-// NodeGetCapabilities advertises volume stats, expansion and volume health (no staging).
+// NodeGetCapabilities advertises staging (used by encrypted volumes only), volume stats, expansion and
+// volume health.
 // SINGLE_NODE_MULTI_WRITER lets the kubelet pass SINGLE_NODE_SINGLE_WRITER for ReadWriteOncePod.
 func (s *Server) NodeGetCapabilities(
 	context.Context,
@@ -87,6 +89,7 @@ func (s *Server) NodeGetCapabilities(
 ) (*csi.NodeGetCapabilitiesResponse, error) {
 	var caps []*csi.NodeServiceCapability
 	for _, t := range []csi.NodeServiceCapability_RPC_Type{
+		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
 		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
 		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,

@@ -41,9 +41,10 @@ type fixture struct {
 	dir     string
 }
 
-// probeLine reports whether l is one of the commands that probe dev's signatures.
+// probeLine reports whether l is one of the commands that probe dev's signatures or ask whether the
+// volume's dm-crypt mapping is open.
 func probeLine(l string) bool {
-	return l == "blkid -p -o export "+dev || l == "wipefs --no-act --json "+dev
+	return l == "blkid -p -o export "+dev || l == "wipefs --no-act --json "+dev || l == "cryptsetup status lvms-"+volID
 }
 
 // newFixture is a node holding volID on dev, whose blkid reports fsType ("" = blank).
@@ -57,6 +58,8 @@ func newFixture(t *testing.T, fsType string) *fixture {
 		f.exec.On(exectest.OK("DEVNAME="+dev+"\nUUID=1234\nTYPE="+fsType+"\nUSAGE=filesystem\n"),
 			"blkid", "-p", "-o", "export", dev)
 	}
+	// A plain volume: its dm-crypt mapping is not open.
+	f.exec.On(exectest.Fail(cryptWrongDevice, "Device lvms-"+volID+" not found"), "cryptsetup", "status", "lvms-"+volID)
 	srv, err := New(Options{
 		NodeName: nodeName, Volumes: fakeVolumes{volID: dev}, Mounter: f.mounter, Exec: f.exec, KubeletDir: f.dir,
 	})
@@ -122,8 +125,8 @@ func TestNodeGetCapabilities(t *testing.T) {
 			t.Errorf("capability %s missing from %v", want, got)
 		}
 	}
-	if slices.Contains(got, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
-		t.Errorf("STAGE_UNSTAGE advertised but NodeStageVolume is not implemented")
+	if !slices.Contains(got, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
+		t.Errorf("STAGE_UNSTAGE not advertised: the kubelet would never stage encrypted volumes")
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 
 // NodePublishVolume mounts the volume at the target path: a filesystem volume is formatted when blank
 // and mounted on a directory; a block volume's device node is bind-mounted on a file. A target that is
-// already mounted is left as it is.
+// already mounted is left as it is. An encrypted volume publishes its dm-crypt mapping, which
+// NodeStageVolume opened (FailedPrecondition when it is not open).
 func (s *Server) NodePublishVolume(
 	ctx context.Context,
 	req *csi.NodePublishVolumeRequest,
@@ -30,6 +31,10 @@ func (s *Server) NodePublishVolume(
 		return nil, status.Error(codes.InvalidArgument, "volume ID, target path and volume capability are required")
 	}
 	if err := lvmcsi.ValidateCapability(c); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	encryption, err := lvmcsi.Encryption(req.GetVolumeContext())
+	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if err := confine(s.kubeletDir, target); err != nil {
@@ -43,6 +48,12 @@ func (s *Server) NodePublishVolume(
 	dev, _, err := s.volumes.Device(ctx, id)
 	if err != nil {
 		return nil, rpcError(fmt.Errorf("volume %s: %w", id, err))
+	}
+	if encryption != "" {
+		// The pod gets the opened dm-crypt mapping, never the LV with its ciphertext.
+		if dev, err = s.stagedMapping(ctx, id); err != nil {
+			return nil, rpcError(err)
+		}
 	}
 	if c.GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER {
 		if err := s.checkSingleWriter(dev, target); err != nil {
@@ -211,10 +222,13 @@ func rpcError(err error) error {
 	case errors.Is(err, ErrVolumeNotFound):
 		code = codes.NotFound
 	case errors.Is(err, errFilesystemMismatch), errors.Is(err, errUnsupported), errors.Is(err, errNotMounted),
-		errors.Is(err, errSingleWriter):
+		errors.Is(err, errSingleWriter), errors.Is(err, errNotStaged), errors.Is(err, errInUse):
 		code = codes.FailedPrecondition
-	case errors.Is(err, lvmcsi.ErrInvalidCapability), errors.Is(err, errOutsideKubeletDir):
+	case errors.Is(err, lvmcsi.ErrInvalidCapability), errors.Is(err, errOutsideKubeletDir),
+		errors.Is(err, lvmcsi.ErrInvalidEncryption), errors.Is(err, errMissingKey):
 		code = codes.InvalidArgument
+	case errors.Is(err, errWrongKey):
+		code = codes.PermissionDenied
 	case errors.Is(err, context.DeadlineExceeded):
 		code = codes.DeadlineExceeded
 	case errors.Is(err, context.Canceled):

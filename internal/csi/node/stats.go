@@ -17,7 +17,8 @@ import (
 )
 
 // NodeExpandVolume grows the filesystem mounted at the volume path to the size of the (already
-// extended) LV. Block volumes need nothing.
+// extended) LV. Block volumes need nothing, except for encrypted volumes (filesystem or block), whose
+// open dm-crypt mapping is resized to the LV first (with the node-expand secret's passphrase if given).
 func (s *Server) NodeExpandVolume(
 	ctx context.Context,
 	req *csi.NodeExpandVolumeRequest,
@@ -44,6 +45,10 @@ func (s *Server) NodeExpandVolume(
 		return nil, status.Errorf(codes.NotFound, "volume path %s does not exist", path)
 	} else if err != nil {
 		return nil, status.Errorf(codes.Internal, "stat %s: %v", path, err)
+	}
+	// An encrypted volume's dm-crypt mapping grows first; its filesystem lives on the mapping.
+	if dev, err = s.resizeMapping(ctx, id, dev, req.GetSecrets()); err != nil {
+		return nil, rpcError(fmt.Errorf("volume %s: %w", id, err))
 	}
 	if lvmcsi.IsBlock(req.GetVolumeCapability()) || !fi.IsDir() {
 		return &csi.NodeExpandVolumeResponse{CapacityBytes: size}, nil

@@ -94,7 +94,7 @@ func TestLvmsImageToolsRun(t *testing.T) {
 		{"usr/sbin/mkfs.btrfs", "--version"}, {"usr/sbin/blkid", "-V"}, {"usr/sbin/wipefs", "-V"},
 		{"usr/bin/lsblk", "-V"}, {"usr/bin/nsenter", "-V"}, {"usr/bin/mount", "-V"},
 		{"usr/bin/umount", "-V"}, {"usr/sbin/dmsetup", "version"}, {"usr/sbin/thin_check", "-V"},
-		{"usr/sbin/fsck", "-V"},
+		{"usr/sbin/fsck", "-V"}, {"usr/sbin/cryptsetup", "--version"},
 	} {
 		out, err := exec.CommandContext(
 			ctx,

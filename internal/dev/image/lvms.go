@@ -95,7 +95,7 @@ func toolsTree(ctx context.Context, debs []Deb) (*Tree, error) {
 	}
 	for _, tool := range []string{"lvm", "mkfs.ext4", "resize2fs", "mkfs.xfs", "xfs_growfs", "mkfs.btrfs",
 		"btrfs", "btrfstune", "blkid", "wipefs", "lsblk", "nsenter", "mount", "umount", "fsck", "dmsetup",
-		"thin_check"} {
+		"thin_check", "cryptsetup"} {
 		if !hasCommand(t, tool) {
 			return nil, fmt.Errorf("no %s in /usr/sbin or /usr/bin", tool)
 		}

@@ -41,10 +41,11 @@ var Sidecars = []Sidecar{
 }
 
 // lvmsPackages are the Debian packages of the host tools lvms runs (lvm, mkfs.*, resize2fs,
-// xfs_growfs, btrfs, blkid, wipefs, lsblk, nsenter, mount, umount, fsck); their run-time
+// xfs_growfs, btrfs, blkid, wipefs, lsblk, nsenter, mount, umount, fsck, cryptsetup); their run-time
 // dependencies are added by Apt.Resolve.
 var lvmsPackages = []string{
 	"lvm2", "thin-provisioning-tools", "e2fsprogs", "xfsprogs", "btrfs-progs", "util-linux", "mount",
+	"cryptsetup-bin",
 }
 
 // lvmsExcluded are dependencies left out of the images, with the reason. CheckSharedLibs

@@ -1,0 +1,95 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+)
+
+// NodeStageVolume prepares a volume on the node before its first publish. A plain volume needs nothing
+// (NodePublishVolume mounts the LV itself); an encrypted one (volume context topolvm.io/encryption:
+// luks2) gets its LUKS2 container, formatted on a blank LV, opened as a dm-crypt mapping with the
+// passphrase of the node-stage secret. The staging path is not used.
+func (s *Server) NodeStageVolume(
+	ctx context.Context,
+	req *csi.NodeStageVolumeRequest,
+) (*csi.NodeStageVolumeResponse, error) {
+	id, staging, c := req.GetVolumeId(), req.GetStagingTargetPath(), req.GetVolumeCapability()
+	if id == "" || staging == "" || c == nil {
+		return nil, status.Error(
+			codes.InvalidArgument,
+			"volume ID, staging target path and volume capability are required",
+		)
+	}
+	if err := lvmcsi.ValidateCapability(c); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	encryption, err := lvmcsi.Encryption(req.GetVolumeContext())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if err := confine(s.kubeletDir, staging); err != nil {
+		return nil, rpcError(err)
+	}
+	if !s.locks.TryAcquire(id) {
+		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
+	}
+	defer s.locks.Release(id)
+
+	dev, _, err := s.volumes.Device(ctx, id)
+	if err != nil {
+		return nil, rpcError(fmt.Errorf("volume %s: %w", id, err))
+	}
+	if encryption == "" {
+		return &csi.NodeStageVolumeResponse{}, nil
+	}
+	key := req.GetSecrets()[lvmcsi.SecretKeyPassphrase]
+	if key == "" {
+		return nil, rpcError(fmt.Errorf("volume %s is encrypted: %w: the node-stage secret has no key %q "+
+			"(StorageClass parameters csi.storage.k8s.io/node-stage-secret-name and -namespace)",
+			id, errMissingKey, lvmcsi.SecretKeyPassphrase))
+	}
+	name := mappingName(id)
+	formatted, err := s.openLUKS(ctx, dev, name, []byte(key))
+	if err != nil {
+		return nil, rpcError(fmt.Errorf("volume %s: %w", id, err))
+	}
+	ctrl.LoggerFrom(ctx).Info("Staged encrypted volume", "volumeID", id, "device", dev,
+		"mapping", mappingPath(name), "formatted", formatted)
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+// NodeUnstageVolume closes the dm-crypt mapping of an encrypted volume; for a plain volume, or one
+// already closed, it does nothing. A mapping still mounted or open is refused (FailedPrecondition).
+func (s *Server) NodeUnstageVolume(
+	ctx context.Context,
+	req *csi.NodeUnstageVolumeRequest,
+) (*csi.NodeUnstageVolumeResponse, error) {
+	id, staging := req.GetVolumeId(), req.GetStagingTargetPath()
+	if id == "" || staging == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume ID and staging target path are required")
+	}
+	if err := confine(s.kubeletDir, staging); err != nil {
+		return nil, rpcError(err)
+	}
+	if !s.locks.TryAcquire(id) {
+		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
+	}
+	defer s.locks.Release(id)
+
+	name := mappingName(id)
+	closed, err := s.closeLUKS(ctx, name)
+	if err != nil {
+		return nil, rpcError(fmt.Errorf("volume %s: %w", id, err))
+	}
+	if closed {
+		ctrl.LoggerFrom(ctx).Info("Unstaged encrypted volume", "volumeID", id, "mapping", mappingPath(name))
+	}
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
