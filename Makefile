@@ -135,6 +135,12 @@ e2e: ## End-to-end suite on a fresh 2-node dev cluster (lvms-dev up), torn down 
 	bash hack/uml-deps.sh
 	bash hack/e2e.sh
 
+.PHONY: bench-cluster
+bench-cluster: ## Provisioning benchmark (thin and thick) on a fresh dev cluster, torn down after (CLAIMS=1 NODES=2; docs/performance.md).
+	$(MAKE) images
+	bash hack/uml-deps.sh
+	CLAIMS="$(or $(CLAIMS),1)" NODES="$(or $(NODES),2)" bash test/bench/cluster.sh
+
 .PHONY: test-rules
 test-rules: ## promtool check + unit tests of every alert (test/prometheus) on dist/prometheus-rules.yaml (promtool built into the cache).
 	bash hack/test-rules.sh

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# make bench-cluster: the provisioning benchmark (test/bench/cluster, docs/performance.md) on a fresh
+# dev cluster. Brings up NODES nodes (lvms-dev up, 2 x 8 GiB disks each) in a state directory of its
+# own, applies test/bench/lvmcluster.yaml (a thin class on /dev/ubda, a thick one on /dev/ubdb),
+# waits until it is Ready, runs bench-cluster for lvms-thin and then lvms-thick with CLAIMS claims
+# pinned round robin over the NODES nodes, writes the results under _output/bench/<UTC timestamp>/
+# (<class>/result.json, table.txt, phases.svg, cdf.svg, and summary.txt with both tables), and tears
+# the cluster down whatever happens (a trap), failing when anything of it is left.
+#
+# Environment: CLAIMS (1), NODES (2); BENCH_STATE_DIR (default
+# ${XDG_CACHE_HOME:-~/.cache}/lvms/bench-cluster); BENCH_ARGS, extra flags for bench-cluster (e.g.
+# "--with-snapshots --concurrency 5"); BENCH_KEEP=1 leaves the cluster up. The nodes import the
+# images in _output/images (make images; make bench-cluster builds them first).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+CLAIMS="${CLAIMS:-1}"
+NODES="${NODES:-2}"
+STATE="${BENCH_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms/bench-cluster}"
+OUT="_output/bench/$(date -u +%Y%m%dT%H%M%SZ)"
+BIN="$(mktemp -d)"
+log() { echo "bench-cluster: $*" >&2; }
+
+finish() {
+	local rc=$?
+	if [[ "${BENCH_KEEP:-}" == 1 ]]; then
+		log "cluster kept: export KUBECONFIG=${STATE}/kubeconfig; stop it with ${BIN}/lvms-dev down --state-dir ${STATE}"
+		exit "${rc}"
+	fi
+	"${BIN}/lvms-dev" down --state-dir "${STATE}" >&2 || true
+	if ! "${BIN}/lvms-dev" status --state-dir "${STATE}" --check-clean >&2; then
+		log "FAIL: something of the dev cluster is left after lvms-dev down"
+		rc=1
+	fi
+	rm -rf "${BIN}"
+	if [[ ${rc} -eq 0 ]]; then log "results in ${OUT}"; else log "FAIL (logs: ${STATE}/logs, results: ${OUT})"; fi
+	exit "${rc}"
+}
+
+go build -o "${BIN}/lvms-dev" ./cmd/lvms-dev
+go build -o "${BIN}/bench-cluster" ./test/bench/cluster
+kubectl="$(bash hack/kube-assets.sh | tail -1)/kubectl"
+trap finish EXIT
+"${BIN}/lvms-dev" down --state-dir "${STATE}" >/dev/null 2>&1 || true
+start=${SECONDS}
+"${BIN}/lvms-dev" up --state-dir "${STATE}" --nodes "${NODES}" --disks 2 --disk-size 8 >&2
+export KUBECONFIG="${STATE}/kubeconfig"
+"${kubectl}" apply --server-side -f test/bench/lvmcluster.yaml >&2
+"${kubectl}" wait -n lvms-system lvmcluster/bench --for=jsonpath='{.status.state}'=Ready --timeout=15m >&2
+log "cluster with ${NODES} nodes and LVMCluster bench Ready in $((SECONDS - start)) s"
+mkdir -p "${OUT}"
+failed=0
+for class in lvms-thin lvms-thick; do
+	# shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
+	"${BIN}/bench-cluster" --storage-class "${class}" --claims "${CLAIMS}" --nodes "${NODES}" \
+		--results "${OUT}/${class}" ${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1
+done
+exit "${failed}"
