@@ -59,6 +59,7 @@ func testVolumeModes(t *testing.T) {
 	e := newEnv(t)
 	e.storageClass("e2e-thin-ext4", "thin", "ext4")
 	e.storageClass("e2e-thick-xfs", "thick", "xfs")
+	e.storageClass(btrfsClass, "thin", "btrfs")
 	tests := []struct {
 		name, class, fstype string
 		thin, block         bool
@@ -67,6 +68,7 @@ func testVolumeModes(t *testing.T) {
 		{"thin-ext4", "e2e-thin-ext4", "ext4", true, false},
 		{"thick-ext4", thickClass, "ext4", false, false},
 		{"thick-xfs", "e2e-thick-xfs", "xfs", false, false},
+		{"thin-btrfs", btrfsClass, "btrfs", true, false},
 		{"thin-block", thinClass, "", true, true},
 		{"thick-block", thickClass, "", false, true},
 	}
@@ -173,7 +175,8 @@ func (e *env) storageClass(name, deviceClass, fstype string) {
 // PVC reports the new capacity and df in the running pod sees the filesystem grow.
 func testExpansion(t *testing.T) {
 	e := newEnv(t)
-	classes := []string{thinClass, thickClass}
+	e.storageClass(btrfsClass, "thin", "btrfs")
+	classes := []string{thinClass, thickClass, btrfsClass}
 	claimOf := func(class string) string { return "grow-" + strings.TrimPrefix(class, "lvms-") }
 	pod := newPod(
 		"grower",
