@@ -98,6 +98,7 @@ func TestRemoteLVMD(t *testing.T) {
 		t.Fatal(err)
 	}
 	vols := NewVolumes(be)
+	vols.stat = present
 	if path, size, err := vols.Device(ctx, "thin-lv"); err != nil || path != "/dev/vg/thin-lv" || size != int64(2*gib) {
 		t.Errorf("Device(thin-lv) = %s, %d, %v", path, size, err)
 	}

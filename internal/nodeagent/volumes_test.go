@@ -1,7 +1,10 @@
 package nodeagent
 
 import (
+	"context"
 	"errors"
+	"io/fs"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +81,7 @@ func TestVolumesDevice(t *testing.T) {
 		{id: "pool", wantErr: csinode.ErrVolumeNotFound},
 	}
 	v := NewVolumes(svc)
+	v.stat = present
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
 			path, size, err := v.Device(ctx, tt.id)
@@ -105,8 +109,66 @@ func TestVolumesDeviceStateReadFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.FailNext("fullreport", 5, "  Internal error: broken\n")
-	_, _, err = NewVolumes(svc).Device(t.Context(), "x")
+	vols := NewVolumes(svc)
+	vols.stat = present
+	_, _, err = vols.Device(t.Context(), "x")
 	if err == nil || errors.Is(err, csinode.ErrVolumeNotFound) {
 		t.Errorf("error %v, want a failure other than not found", err)
+	}
+}
+
+// present is a stat that finds every device node.
+func present(string) error { return nil }
+
+// activator is an LVSource that records ActivateLV calls and "creates" the device node.
+type activator struct {
+	LVSource
+	calls   []string
+	fail    error
+	created map[string]bool
+}
+
+func (a *activator) ActivateLV(_ context.Context, name, class string) error {
+	a.calls = append(a.calls, class+"/"+name)
+	if a.fail == nil {
+		a.created["/dev/vg/"+name] = true
+	}
+	return a.fail
+}
+
+// TestVolumesDeviceActivatesAMissingDevice: an LV whose device node is missing (an lvcreate killed
+// midway) is activated through lvmd before its path is handed out; when that fails, or without an
+// lvmd that can, the error says the device is missing.
+func TestVolumesDeviceActivatesAMissingDevice(t *testing.T) {
+	svc, _ := newService(t)
+	if _, err := svc.CreateLV(
+		t.Context(),
+		lvmd.CreateLVRequest{Name: "a", DeviceClass: "thin", Size: gib},
+	); err != nil {
+		t.Fatal(err)
+	}
+	a := &activator{LVSource: svc, created: map[string]bool{}}
+	v := NewVolumes(a)
+	v.stat = func(p string) error {
+		if a.created[p] {
+			return nil
+		}
+		return fs.ErrNotExist
+	}
+	if path, _, err := v.Device(t.Context(), "a"); err != nil || path != "/dev/vg/a" || len(a.calls) != 1 {
+		t.Fatalf("Device = %s, %v; activations %v", path, err, a.calls)
+	}
+	if _, _, err := v.Device(t.Context(), "a"); err != nil || len(a.calls) != 1 {
+		t.Fatalf("second Device: %v; activations %v (want no second one)", err, a.calls)
+	}
+	a.created = map[string]bool{}
+	a.fail = errors.New("lvchange failed")
+	if _, _, err := v.Device(t.Context(), "a"); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("Device with a failing activation = %v", err)
+	}
+	plain := NewVolumes(struct{ LVSource }{svc})
+	plain.stat = func(string) error { return fs.ErrNotExist }
+	if _, _, err := plain.Device(t.Context(), "a"); err == nil || !strings.Contains(err.Error(), "lvchange -ay") {
+		t.Fatalf("Device without an activator = %v", err)
 	}
 }
