@@ -114,13 +114,10 @@ type backend interface {
 
 // remoteBackend gives RemoteLVMD the Watch of CapacityWatcher (its embedded client's Watch takes a
 // callback).
-type remoteBackend struct {
-	*RemoteLVMD
-	watcher
-}
+type remoteBackend struct{ *RemoteLVMD }
 
-// Watch implements CapacityWatcher.
-func (b remoteBackend) Watch(ctx context.Context) <-chan []lvmd.Capacity { return b.watcher.Watch(ctx) }
+// Watch implements CapacityWatcher with RemoteLVMD's one shared stream.
+func (b remoteBackend) Watch(ctx context.Context) <-chan []lvmd.Capacity { return b.Subscribe(ctx) }
 
 // setupLVMD adds lvmd to mgr: in process (the device classes come from the volume-group manager or
 // StaticConfig), or the client of the external lvmd at LVMDSocket.
@@ -138,7 +135,7 @@ func setupLVMD(mgr ctrl.Manager, o Options) (*Agent, backend, error) {
 		if err := mgr.Add(r); err != nil {
 			return nil, nil, fmt.Errorf("add external lvmd client: %w", err)
 		}
-		return &Agent{Remote: r}, remoteBackend{RemoteLVMD: r, watcher: watcher{r}}, nil
+		return &Agent{Remote: r}, remoteBackend{RemoteLVMD: r}, nil
 	}
 	classes, err := lvmd.NewDeviceClassManager(o.StaticConfig)
 	if err != nil {

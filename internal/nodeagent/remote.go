@@ -125,8 +125,3 @@ func (r *RemoteLVMD) Subscribe(ctx context.Context) <-chan []lvmd.Capacity {
 	})
 	return ch
 }
-
-// watcher adapts RemoteLVMD's Subscribe to CapacityWatcher.
-type watcher struct{ r *RemoteLVMD }
-
-func (w watcher) Watch(ctx context.Context) <-chan []lvmd.Capacity { return w.r.Subscribe(ctx) }

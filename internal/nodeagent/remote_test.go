@@ -70,7 +70,7 @@ func TestRemoteLVMD(t *testing.T) {
 	started := make(chan error, 1)
 	go func() { started <- r.Start(ctx) }()
 
-	be := backend(remoteBackend{RemoteLVMD: r, watcher: watcher{r}})
+	be := backend(remoteBackend{RemoteLVMD: r})
 	updates := be.Watch(ctx)
 	first := receive(t, updates)
 	local, err := svc.Capacities(ctx)

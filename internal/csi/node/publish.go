@@ -27,18 +27,9 @@ func (s *Server) NodePublishVolume(
 	req *csi.NodePublishVolumeRequest,
 ) (*csi.NodePublishVolumeResponse, error) {
 	id, target, c := req.GetVolumeId(), req.GetTargetPath(), req.GetVolumeCapability()
-	if id == "" || target == "" || c == nil {
-		return nil, status.Error(codes.InvalidArgument, "volume ID, target path and volume capability are required")
-	}
-	if err := lvmcsi.ValidateCapability(c); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	encryption, err := lvmcsi.Encryption(req.GetVolumeContext())
+	encryption, err := s.checkVolumeRequest(id, "target path", target, c, req.GetVolumeContext())
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	if err := confine(s.kubeletDir, target); err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	if !s.locks.TryAcquire(id) {
 		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)

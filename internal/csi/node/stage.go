@@ -21,21 +21,9 @@ func (s *Server) NodeStageVolume(
 	req *csi.NodeStageVolumeRequest,
 ) (*csi.NodeStageVolumeResponse, error) {
 	id, staging, c := req.GetVolumeId(), req.GetStagingTargetPath(), req.GetVolumeCapability()
-	if id == "" || staging == "" || c == nil {
-		return nil, status.Error(
-			codes.InvalidArgument,
-			"volume ID, staging target path and volume capability are required",
-		)
-	}
-	if err := lvmcsi.ValidateCapability(c); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	encryption, err := lvmcsi.Encryption(req.GetVolumeContext())
+	encryption, err := s.checkVolumeRequest(id, "staging target path", staging, c, req.GetVolumeContext())
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	if err := confine(s.kubeletDir, staging); err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	if !s.locks.TryAcquire(id) {
 		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
@@ -92,4 +80,29 @@ func (s *Server) NodeUnstageVolume(
 		ctrl.LoggerFrom(ctx).Info("Unstaged encrypted volume", "volumeID", id, "mapping", mappingPath(name))
 	}
 	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// checkVolumeRequest checks what NodeStageVolume and NodePublishVolume share: the volume ID, the path
+// (named what in the message) and the capability are given, the capability is one the driver serves,
+// the volume context's encryption is known, and the path lies below the kubelet's directory. It
+// returns the encryption ("" for a plain volume) or the gRPC error.
+func (s *Server) checkVolumeRequest(
+	id, what, path string,
+	c *csi.VolumeCapability,
+	volumeContext map[string]string,
+) (string, error) {
+	if id == "" || path == "" || c == nil {
+		return "", status.Errorf(codes.InvalidArgument, "volume ID, %s and volume capability are required", what)
+	}
+	if err := lvmcsi.ValidateCapability(c); err != nil {
+		return "", status.Error(codes.InvalidArgument, err.Error())
+	}
+	encryption, err := lvmcsi.Encryption(volumeContext)
+	if err != nil {
+		return "", status.Error(codes.InvalidArgument, err.Error())
+	}
+	if err := confine(s.kubeletDir, path); err != nil {
+		return "", rpcError(err)
+	}
+	return encryption, nil
 }
