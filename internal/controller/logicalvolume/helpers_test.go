@@ -109,10 +109,17 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 	return newEnvOn(t, f, cl)
 }
 
+// newEnvOn is a reconcilier on f and cl whose LVs all have their device nodes.
 func newEnvOn(t *testing.T, f *fakelvm.LVM, cl client.Client) *env {
 	t.Helper()
+	return newEnvStat(t, f, cl, func(string) error { return nil })
+}
+
+// newEnvStat is newEnvOn with stat answering whether a device node exists.
+func newEnvStat(t *testing.T, f *fakelvm.LVM, cl client.Client, stat func(string) error) *env {
+	t.Helper()
 	svc := newService(t, f)
-	r, err := New(Options{Client: cl, NodeName: node, LVM: svc})
+	r, err := New(Options{Client: cl, NodeName: node, LVM: svc, StatDevice: stat})
 	if err != nil {
 		t.Fatal(err)
 	}

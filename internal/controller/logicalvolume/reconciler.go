@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,6 +44,8 @@ type Options struct {
 	// MaxConcurrentReconciles is the number of LogicalVolumes worked on at once (default 4). lvmd
 	// serializes the work on one LV, and lvm2 the work on one VG.
 	MaxConcurrentReconciles int
+	// StatDevice reports whether an LV's device node exists (default os.Stat); tests replace it.
+	StatDevice func(path string) error
 }
 
 // Reconciler reconciles the LogicalVolumes of one node.
@@ -50,6 +54,7 @@ type Reconciler struct {
 	nodeName string
 	lvm      LVM
 	workers  int
+	stat     func(path string) error
 }
 
 // New returns the reconciler.
@@ -60,13 +65,19 @@ func New(o Options) (*Reconciler, error) {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4
 	}
-	return &Reconciler{client: o.Client, nodeName: o.NodeName, lvm: o.LVM, workers: o.MaxConcurrentReconciles}, nil
+	if o.StatDevice == nil {
+		o.StatDevice = func(p string) error { _, err := os.Stat(p); return err }
+	}
+	return &Reconciler{
+		client: o.Client, nodeName: o.NodeName, lvm: o.LVM, workers: o.MaxConcurrentReconciles, stat: o.StatDevice,
+	}, nil
 }
 
 // scope is the state of one reconcile: the object, the LV observed (nil until it exists) and the
 // failures met, from which the status is derived.
 type scope struct {
 	lvm    LVM
+	stat   func(path string) error
 	obj    *topolvmv1.LogicalVolume
 	name   string // the LV name
 	lv     *lvmd.LV
@@ -87,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if obj.Spec.NodeName != r.nodeName {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{lvm: r.lvm, obj: obj, name: LVName(obj), status: *obj.Status.DeepCopy()}
+	s := &scope{lvm: r.lvm, stat: r.stat, obj: obj, name: LVName(obj), status: *obj.Status.DeepCopy()}
 	if s.name == "" {
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("LogicalVolume %s has no UID", obj.Name))
 	}
@@ -183,10 +194,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 }
 
 // ensureCreated finds the LV or creates it. An LV that was recorded and has disappeared is not
-// created again: an empty volume in place of one that held data would hide the loss.
+// created again: an empty volume in place of one that held data would hide the loss. An LV found
+// before it was recorded whose device node is missing is removed and created again (unusable).
 func ensureCreated(ctx context.Context, s *scope) error {
 	spec := &s.obj.Spec
 	lv, err := s.lvm.GetLV(ctx, s.name, spec.DeviceClass)
+	if err == nil && s.obj.Status.VolumeID == "" {
+		err = removeUnusable(ctx, s, lv)
+	}
 	switch {
 	case err == nil:
 		s.lv = &lv
@@ -209,6 +224,25 @@ func ensureCreated(ctx context.Context, s *scope) error {
 	s.lv = &lv
 	s.setCondition(topolvmv1.ConditionCreated, nil, ReasonCreated, "the LV exists")
 	return nil
+}
+
+// removeUnusable removes lv, found before this LogicalVolume recorded it, when its device node is
+// missing, and then reports it as not found so that it is created again. Such an LV was left by an
+// lvcreate killed midway (the node agent died during a create): lvm2 may have written it into the VG
+// metadata before its thin pool made the thin device, and then no activation can ever give it a
+// device ("reload ioctl ... No data available"). Never recorded means never handed to a pod, so it
+// holds no data. An LV with its device node present is returned as it is (nil).
+func removeUnusable(ctx context.Context, s *scope, lv lvmd.LV) error {
+	err := s.stat(lv.Path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil // present, or not ours to judge: the node service reports a device it cannot open
+	}
+	ctrl.LoggerFrom(ctx).Info("Removing an LV that was never recorded and has no device node; it is created again",
+		"lv", lv.Name, "device", lv.Path)
+	if err := s.lvm.RemoveLV(ctx, lv.Name, lv.DeviceClass); err != nil {
+		return fmt.Errorf("remove unrecorded LV %s without device node %s: %w", lv.Name, lv.Path, err)
+	}
+	return fmt.Errorf("unrecorded LV %s without device node removed: %w", lv.Name, lvmd.ErrNotFound)
 }
 
 // create runs the lvmd create of the spec: a snapshot (ro) or clone (rw) of spec.source, or a new LV.

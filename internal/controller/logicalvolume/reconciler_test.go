@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -239,6 +240,52 @@ func TestRestartDoesNotDuplicate(t *testing.T) {
 	}
 }
 
+// TestRestartReplacesUnusableLV: an lvcreate killed midway can leave an LV in the VG metadata that
+// no activation can give a device (its thin device was never made). Found before it was recorded,
+// it held no data and is removed and created again; once recorded, a missing device node is never
+// a reason to remove an LV.
+func TestRestartReplacesUnusableLV(t *testing.T) {
+	for _, recorded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recorded=%t", recorded), func(t *testing.T) {
+			f := newFakeLVM()
+			first := newEnvOn(t, f, newClient(t, nil, newLV("a", class("thin"))))
+			first.mustReconcile("a")
+			inAPI := first.get("a")
+			if !recorded {
+				inAPI.Status = topolvmv1.LogicalVolumeStatus{} // the status write never happened
+			}
+			var statted []string
+			missing := func(p string) error { statted = append(statted, p); return fs.ErrNotExist }
+			f.Reset()
+			second := newEnvStat(t, f, newClient(t, nil, inAPI), missing)
+			second.mustReconcile("a")
+			got := second.get("a")
+			if recorded {
+				if n := f.Count("lvremove") + f.Count("lvcreate"); n != 0 || len(statted) != 0 {
+					t.Fatalf("a recorded LV was replaced: calls %v, stat %v", f.Calls(), statted)
+				}
+				checkHealthy(t, got)
+				return
+			}
+			if f.Count("lvremove") != 1 || f.Count("lvcreate") != 1 {
+				t.Fatalf("want one lvremove and one lvcreate, got %v", f.Calls())
+			}
+			if want := []string{"/dev/vg/uid-a"}; !slices.Equal(statted, want) {
+				t.Errorf("stat %v, want %v", statted, want)
+			}
+			if got.Status.VolumeID != "uid-a" {
+				t.Errorf("status %+v, want volume uid-a", got.Status)
+			}
+			checkHealthy(t, got)
+			f.Reset()
+			second.mustReconcile("a") // recorded now: its device is not looked at again
+			if n := f.Count(""); n != 0 || len(statted) != 1 {
+				t.Errorf("reconcile after the replacement ran %v, stat %v", f.Calls(), statted)
+			}
+		})
+	}
+}
+
 // TestSteadyState: reconciling a created volume again runs no lvm command and writes nothing.
 func TestSteadyState(t *testing.T) {
 	writes := 0
@@ -303,7 +350,7 @@ func TestRestartBeforeClassesLoaded(t *testing.T) {
 				t.Fatal(err)
 			}
 			cl := newClient(t, nil, inAPI)
-			r, err := New(Options{Client: cl, NodeName: node, LVM: svc})
+			r, err := New(Options{Client: cl, NodeName: node, LVM: svc, StatDevice: func(string) error { return nil }})
 			if err != nil {
 				t.Fatal(err)
 			}
