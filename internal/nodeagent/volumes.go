@@ -42,18 +42,31 @@ func NewVolumes(lvs LVSource) *Volumes {
 // Device returns the device node /dev/<vg>/<lv> of the LV named volumeID in any device class, and its
 // size in bytes; an error wrapping csinode.ErrVolumeNotFound when no class has it.
 func (v *Volumes) Device(ctx context.Context, volumeID string) (string, int64, error) {
+	lv, found, err := v.FindLV(ctx, volumeID)
+	if err != nil {
+		return "", 0, err
+	}
+	if !found {
+		return "", 0, fmt.Errorf("volume %s: %w", volumeID, csinode.ErrVolumeNotFound)
+	}
+	if err := v.ensureDevice(ctx, lv); err != nil {
+		return "", 0, fmt.Errorf("volume %s: %w", volumeID, err)
+	}
+	return lv.Path, int64(lv.Size), nil
+}
+
+// FindLV returns the LV lvmd made named id in any device class of this node (the LV of a CSI volume
+// or snapshot ID); found is false when no class has it.
+func (v *Volumes) FindLV(ctx context.Context, id string) (lvmd.LV, bool, error) {
 	classes, err := v.lvs.Capacities(ctx)
 	if err != nil {
-		return "", 0, fmt.Errorf("look up volume %s: %w", volumeID, err)
+		return lvmd.LV{}, false, fmt.Errorf("look up volume %s: %w", id, err)
 	}
 	for _, dc := range classes {
-		lv, err := v.lvs.GetLV(ctx, volumeID, dc.DeviceClass)
+		lv, err := v.lvs.GetLV(ctx, id, dc.DeviceClass)
 		switch {
 		case err == nil:
-			if err := v.ensureDevice(ctx, lv); err != nil {
-				return "", 0, fmt.Errorf("volume %s: %w", volumeID, err)
-			}
-			return lv.Path, int64(lv.Size), nil
+			return lv, true, nil
 		case errors.Is(err, lvmd.ErrNotFound),
 			errors.Is(err, lvmd.ErrNotReady),
 			errors.Is(err, lvmd.ErrInvalidArgument),
@@ -61,10 +74,10 @@ func (v *Volumes) Device(ctx context.Context, volumeID string) (string, int64, e
 			// Not in this class: absent, the class has no VG, the LV belongs to another class of the
 			// VG, or it is not an LV lvmd made (never handed to a pod).
 		default:
-			return "", 0, fmt.Errorf("look up volume %s in device class %s: %w", volumeID, dc.DeviceClass, err)
+			return lvmd.LV{}, false, fmt.Errorf("look up volume %s in device class %s: %w", id, dc.DeviceClass, err)
 		}
 	}
-	return "", 0, fmt.Errorf("volume %s: %w", volumeID, csinode.ErrVolumeNotFound)
+	return lvmd.LV{}, false, nil
 }
 
 // ensureDevice makes sure lv's device node exists: when it does not (an lvcreate killed midway left
