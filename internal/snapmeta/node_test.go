@@ -82,7 +82,7 @@ var testLVs = fakeLVs{
 }
 
 // serve runs n on a unix socket and returns a client of it.
-func serve(t *testing.T, n *Node) csi.SnapshotMetadataClient {
+func serve(t *testing.T, n csi.SnapshotMetadataServer) csi.SnapshotMetadataClient {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "sm.sock")
 	l, err := net.Listen("unix", sock)
