@@ -146,8 +146,13 @@ test-rules: ## promtool check + unit tests of every alert (test/prometheus) on d
 	bash hack/test-rules.sh
 
 .PHONY: bench
-bench: ## Benchmarks (performance is measured here, never in timed unit tests).
+bench: ## Benchmarks (performance is measured here, never in timed unit tests): the host Go benchmarks, then the thin-metadata Delta/Allocated benchmark in UML guests (bench-thinmeta).
 	go test -run '^$$' -bench . -benchmem ./...
+	bash hack/bench-thinmeta.sh
+
+.PHONY: bench-thinmeta
+bench-thinmeta: ## Thin-metadata Delta/Allocated benchmark (TestGuestBenchmark) in UML guests, chunk 64 KiB then 1 MiB (THINMETA_BENCH_GIB=10, THINMETA_BENCH_CHUNK_KIB="64 1024"; docs/changed-blocks.md).
+	bash hack/bench-thinmeta.sh
 
 .PHONY: tools
 tools: ## Install and build every tool the tests use (apt packages, kube binaries, CSI tools, linter, helm, promtool); cached.
