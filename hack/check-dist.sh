@@ -2,7 +2,8 @@
 # make check-dist: lints and renders the generated Helm chart with the real Helm CLI (built into
 # the cache by hack/helm.sh): `helm lint --strict`, then `helm template` with the default values
 # and with another namespace and an image digest, checking that both settings reach the objects,
-# and with monitoring.enabled (ServiceMonitor, PrometheusRule).
+# and with monitoring.enabled (ServiceMonitor, PrometheusRule), schedulerExtender.enabled and
+# snapshotMetadata.enabled (the optional components of config/components).
 # The OLM bundle is validated by go test ./internal/dev/dist (operator-framework/api validators).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -50,6 +51,28 @@ done
 if grep -q "lvms-system" "${out}/extender.yaml"; then
 	echo "check-dist: FAIL: with the extender, a template still names lvms-system when installed into storage-x:" >&2
 	grep -n "lvms-system" "${out}/extender.yaml" >&2
+	fail=1
+fi
+# The snapshot metadata service: off by default; on (with the extender too, so the operator's
+# Deployment is rendered with both flags), its Deployment runs the chart's lvms image and the
+# sidecar image of values.yaml, in the release namespace.
+"${helm}" template lvms "${chart}" --kube-version 1.37.0 --namespace storage-x --set snapshotMetadata.enabled=true \
+	--set schedulerExtender.enabled=true --set sidecars.snapshotMetadata=registry.example.test/csi-snapshot-metadata:v0 \
+	--set image.repository=registry.example.test/lvms --set image.digest="${digest}" >"${out}/snapmeta.yaml"
+if grep -q "lvms-snapshot-metadata\|--snapshot-metadata\|snapshotmetadataservices" "${out}/default.yaml" "${out}/extender.yaml"; then
+	echo "check-dist: FAIL: the chart renders the snapshot metadata service with snapshotMetadata.enabled=false" >&2
+	fail=1
+fi
+for want in "name: lvms-snapshot-metadata$" "- --snapshot-metadata$" "- --pod-mutating-webhook$" "- snapshot-metadata$" \
+	"image: 'registry.example.test/csi-snapshot-metadata:v0'" "secretName: lvms-snapshot-metadata-server-cert" \
+	"name: lvms-snapshot-metadata-client-cert" "name: lvms-snapshot-metadata-node-cert" "- snapshotmetadataservices$" \
+	"image: 'registry.example.test/lvms@${digest}'"; do
+	grep -q -e "${want}" "${out}/snapmeta.yaml" ||
+		{ echo "check-dist: FAIL: snapshotMetadata.enabled=true does not render ${want}" >&2; fail=1; }
+done
+if grep -q "lvms-system" "${out}/snapmeta.yaml"; then
+	echo "check-dist: FAIL: with the snapshot metadata service, a template still names lvms-system when installed into storage-x:" >&2
+	grep -n "lvms-system" "${out}/snapmeta.yaml" >&2
 	fail=1
 fi
 crds="$(grep -c '^kind: CustomResourceDefinition' "${out}/default.yaml" || true)"

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes CSI tools that `make sanity` and the local dev cluster use
-# (csi-sanity, csi-provisioner, csi-resizer, csi-snapshotter, snapshot-controller) from the Go
-# module proxy into a per-version cache directory outside the repository, copies the
-# VolumeSnapshot CRDs next to them, reuses everything already built, and prints that directory as
-# the LAST line of stdout. Progress goes to stderr.
+# (csi-sanity, csi-provisioner, csi-resizer, csi-snapshotter, snapshot-controller,
+# csi-snapshot-metadata and its example clients snapshot-metadata-lister and
+# snapshot-metadata-verifier) from the Go module proxy into a per-version cache directory outside
+# the repository, copies the VolumeSnapshot and SnapshotMetadataService CRDs next to them, reuses
+# everything already built, and prints that directory as the LAST line of stdout. Progress goes to
+# stderr.
 #
 # Layout of the printed directory:
 #   csi-sanity csi-provisioner csi-resizer csi-snapshotter snapshot-controller
+#   csi-snapshot-metadata snapshot-metadata-lister snapshot-metadata-verifier
 #   snapshot-crds/*.yaml    config/crd of external-snapshotter/client (VolumeSnapshot*, VolumeGroupSnapshot*)
+#   snapshot-metadata-crds/*.yaml  client/config/crd of external-snapshot-metadata (SnapshotMetadataService)
 #   .complete-<tool>        written after <tool> was built and answered --version/-h
 #
 # Why wrapper modules: each tool pins its own k8s.io versions and some upstream go.mod files carry
@@ -21,7 +25,10 @@
 # 0.37 (csi-sanity, csi-resizer, csi-snapshotter, snapshot-controller) are one group;
 # csi-provisioner v6.3.0 is built alone because it does not compile against client-go 0.37
 # (CSIStorageCapacity informer types changed). external-provisioner v6.4.0 needs a dependency the
-# proxy lacks, hence v6.3.0.
+# proxy lacks, hence v6.3.0. external-snapshot-metadata (the changed-block-tracking sidecar and
+# its example clients) is a group of its own on the Kubernetes 0.34 its go.mod pins; its
+# "client => ./client" replace becomes client v0.1.0 (GROUP_LOCAL_VERSION): the proxy does not
+# serve client v0.2.0, and the release's client/ differs from client/v0.1.0 only in its go.mod.
 #
 # Build flags are fixed (CGO_ENABLED=0 -trimpath, the same as hack/kube-assets.sh) so warm
 # rebuilds hit the Go build cache.
@@ -31,13 +38,16 @@ CSI_SANITY_VERSION="${CSI_SANITY_VERSION:-v5.6.0}"
 CSI_PROVISIONER_VERSION="${CSI_PROVISIONER_VERSION:-v6.3.0}"
 CSI_RESIZER_VERSION="${CSI_RESIZER_VERSION:-v2.3.0}"
 CSI_SNAPSHOTTER_VERSION="${CSI_SNAPSHOTTER_VERSION:-v8.7.0}"
+SNAPSHOT_METADATA_VERSION="${SNAPSHOT_METADATA_VERSION:-v0.2.0}"
 
 CACHE_ROOT="${LVMS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms}"
 KEY="sanity-${CSI_SANITY_VERSION}_provisioner-${CSI_PROVISIONER_VERSION}"
 KEY+="_resizer-${CSI_RESIZER_VERSION}_snapshotter-${CSI_SNAPSHOTTER_VERSION}"
+KEY+="_snapshot-metadata-${SNAPSHOT_METADATA_VERSION}"
 OUT="${CACHE_ROOT}/csi-tools/${KEY}"
 SRC="${CACHE_ROOT}/csi-tools-src"
 
+SNAPSHOT_METADATA_MODULE="github.com/kubernetes-csi/external-snapshot-metadata"
 # tool|upstream module|version|package path inside the module|version flag|build group
 TOOLS=(
 	"csi-sanity|github.com/kubernetes-csi/csi-test/v5|${CSI_SANITY_VERSION}|cmd/csi-sanity|-version|k8s"
@@ -45,15 +55,26 @@ TOOLS=(
 	"csi-snapshotter|github.com/kubernetes-csi/external-snapshotter/v8|${CSI_SNAPSHOTTER_VERSION}|cmd/csi-snapshotter|--version|k8s"
 	"snapshot-controller|github.com/kubernetes-csi/external-snapshotter/v8|${CSI_SNAPSHOTTER_VERSION}|cmd/snapshot-controller|--version|k8s"
 	"csi-provisioner|github.com/kubernetes-csi/external-provisioner/v6|${CSI_PROVISIONER_VERSION}|cmd/csi-provisioner|--version|provisioner"
+	"csi-snapshot-metadata|${SNAPSHOT_METADATA_MODULE}|${SNAPSHOT_METADATA_VERSION}|cmd/csi-snapshot-metadata|--version|snapshot-metadata"
+	"snapshot-metadata-lister|${SNAPSHOT_METADATA_MODULE}|${SNAPSHOT_METADATA_VERSION}|examples/snapshot-metadata-lister|-h|snapshot-metadata"
+	"snapshot-metadata-verifier|${SNAPSHOT_METADATA_MODULE}|${SNAPSHOT_METADATA_VERSION}|examples/snapshot-metadata-verifier|-h|snapshot-metadata"
 )
 # group -> "base module|version": the go.mod the group's wrapper module starts from (its replaces
 # pin the Kubernetes staging modules the group builds against).
 declare -A GROUP_BASE=(
 	[k8s]="github.com/kubernetes-csi/external-snapshotter/v8|${CSI_SNAPSHOTTER_VERSION}"
 	[provisioner]="github.com/kubernetes-csi/external-provisioner/v6|${CSI_PROVISIONER_VERSION}"
+	[snapshot-metadata]="${SNAPSHOT_METADATA_MODULE}|${SNAPSHOT_METADATA_VERSION}"
 )
-GROUPS_IN_ORDER=(k8s provisioner)
+# group -> version that the base go.mod's local "=> ./dir" replaces point at (default: the base's).
+SNAPSHOT_METADATA_CLIENT_VERSION="${SNAPSHOT_METADATA_CLIENT_VERSION:-v0.1.0}"
+declare -A GROUP_LOCAL_VERSION=(
+	[snapshot-metadata]="${SNAPSHOT_METADATA_CLIENT_VERSION}"
+)
+GROUPS_IN_ORDER=(k8s provisioner snapshot-metadata)
 CRD_MODULE="github.com/kubernetes-csi/external-snapshotter/client/v8"
+# The SnapshotMetadataService CRD is in the client module (client/config/crd).
+SNAPSHOT_METADATA_CRD_MODULE="${SNAPSHOT_METADATA_MODULE}/client"
 
 log() { echo "csi-tools: $*" >&2; }
 
@@ -70,18 +91,19 @@ dir_of() { # module version
 # write_wrapper writes the wrapper module of one build group into $1: the base module's go.mod
 # rewritten, a require of every "module version" pair after the base, and tools.go importing pkgs.
 write_wrapper() { # dir group base-module base-version "mod ver"... -- pkg...
-	local dir=$1 group=$2 base=$3 basever=$4 gomod
+	local dir=$1 group=$2 base=$3 basever=$4 gomod localver
+	localver="${GROUP_LOCAL_VERSION[${group}]:-${basever}}"
 	shift 4
 	mkdir -p "${dir}"
 	[[ -f "${dir}/go.mod" ]] || printf 'module lvms.local/csi-tools-probe\n\ngo 1.26\n' >"${dir}/go.mod"
 	gomod=$(cd "${dir}" && gomod_of "${base}" "${basever}")
 	[[ -f "${gomod}" ]] || { log "cannot find go.mod of ${base}@${basever}"; return 1; }
-	# Rename the module; drop toolchain and tool lines; point "X [v] => ./dir" at X@ver.
+	# Rename the module; drop toolchain and tool lines; point "X [v] => ./dir" at X@localver.
 	sed -E \
 		-e "s#^module .*#module lvms.local/csi-tools/${group}#" \
 		-e '/^toolchain /d' \
 		-e '/^tool /d' \
-		-e "s#^([[:space:]]*(replace[[:space:]]+)?)([^[:space:]]+)([[:space:]]+v[^[:space:]]+)?[[:space:]]+=>[[:space:]]+\.\.?/.*#\1\3 => \3 ${basever}#" \
+		-e "s#^([[:space:]]*(replace[[:space:]]+)?)([^[:space:]]+)([[:space:]]+v[^[:space:]]+)?[[:space:]]+=>[[:space:]]+\.\.?/.*#\1\3 => \3 ${localver}#" \
 		"${gomod}" >"${dir}/go.mod.tmp"
 	while [[ $# -gt 0 && "$1" != "--" ]]; do
 		printf '\nrequire %s\n' "$1" >>"${dir}/go.mod.tmp"
@@ -145,24 +167,24 @@ verify_tool() { # tool flag
 	log "$1 $2: $(head -1 <<<"${out}")"
 }
 
-# copy_crds copies the VolumeSnapshot CRDs from the external-snapshotter client module zip.
-copy_crds() {
-	local crds="${OUT}/snapshot-crds"
+# copy_crds copies the CRDs under config/crd of module@version's zip into ${OUT}/<dest>.
+copy_crds() { # dest module version
+	local crds="${OUT}/$1" mod=$2 ver=$3
 	if [[ -f "${crds}/.complete" ]]; then
-		log "snapshot CRDs: ${crds}"
+		log "CRDs of ${mod}: ${crds}"
 		return 0
 	fi
 	local probe="${SRC}/crd-probe" dir
 	mkdir -p "${probe}"
 	[[ -f "${probe}/go.mod" ]] || printf 'module lvms.local/csi-tools-probe\n\ngo 1.26\n' >"${probe}/go.mod"
-	dir=$(cd "${probe}" && dir_of "${CRD_MODULE}" "${CSI_SNAPSHOTTER_VERSION}")
-	[[ -d "${dir}/config/crd" ]] || { log "no config/crd in ${CRD_MODULE}@${CSI_SNAPSHOTTER_VERSION}"; return 1; }
+	dir=$(cd "${probe}" && dir_of "${mod}" "${ver}")
+	[[ -d "${dir}/config/crd" ]] || { log "no config/crd in ${mod}@${ver}"; return 1; }
 	rm -rf "${crds}"
 	mkdir -p "${crds}"
 	cp "${dir}"/config/crd/*.yaml "${crds}/"
 	chmod u+w "${crds}"/*.yaml
 	touch "${crds}/.complete"
-	log "snapshot CRDs: ${crds}"
+	log "CRDs of ${mod}: ${crds}"
 }
 
 mkdir -p "${OUT}" "${SRC}"
@@ -173,6 +195,7 @@ total=${SECONDS}
 for group in "${GROUPS_IN_ORDER[@]}"; do
 	build_group "${group}"
 done
-copy_crds
+copy_crds snapshot-crds "${CRD_MODULE}" "${CSI_SNAPSHOTTER_VERSION}"
+copy_crds snapshot-metadata-crds "${SNAPSHOT_METADATA_CRD_MODULE}" "${SNAPSHOT_METADATA_CLIENT_VERSION}"
 log "all tools ready in $((SECONDS - total)) s: ${OUT}"
 echo "${OUT}"

@@ -65,6 +65,9 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 	fl.BoolVar(&o.SchedulerExtender, "scheduler-extender", false,
 		"install the product with its scheduler extender and pod webhook (config/components/scheduler-extender) "+
 			"and configure the kube-scheduler to call the extender")
+	fl.BoolVar(&o.SnapshotMetadata, "snapshot-metadata", false,
+		"install the product with its snapshot metadata service (config/components/snapshot-metadata) and the "+
+			"SnapshotMetadataService CRD, and import the external-snapshot-metadata sidecar and snapshot-metadata-lister images")
 	fl.StringVar(&o.RepoDir, "repo", "", "repository root (default: found above the working directory)")
 	fl.StringVar(
 		&o.KubeAssets,

@@ -28,6 +28,9 @@ func newDistCommand() *cobra.Command {
 			if o.ExtenderComponent == "" {
 				o.ExtenderComponent = filepath.Join(root, "config", "components", "scheduler-extender")
 			}
+			if o.SnapshotMetadataComponent == "" {
+				o.SnapshotMetadataComponent = filepath.Join(root, "config", "components", "snapshot-metadata")
+			}
 			if o.SampleFile == "" {
 				o.SampleFile = filepath.Join(root, "config", "samples", "lvm_v1alpha1_lvmcluster.yaml")
 			}
@@ -58,5 +61,7 @@ func newDistCommand() *cobra.Command {
 	fl.StringVar(&o.Version, "version", "0.1.0", "release version of the chart and the bundle")
 	fl.StringVar(&o.ExtenderComponent, "scheduler-extender", "", "kustomize component of the scheduler extender, "+
 		"the chart's schedulerExtender.enabled (default <root>/config/components/scheduler-extender)")
+	fl.StringVar(&o.SnapshotMetadataComponent, "snapshot-metadata", "", "kustomize component of the snapshot "+
+		"metadata service, the chart's snapshotMetadata.enabled (default <root>/config/components/snapshot-metadata)")
 	return cmd
 }

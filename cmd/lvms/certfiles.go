@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,10 @@ type certFiles struct {
 	dir    string
 	// poll is the interval while no certificate exists yet, then every refresh.
 	poll, refresh time.Duration
+	// names are the Secret keys copied (default certFileNames).
+	names []string
+	// what names the certificate in logs (default "webhook").
+	what string
 }
 
 // certFileNames are the Secret keys copied, as files of the same names.
@@ -37,13 +42,17 @@ func (certFiles) NeedLeaderElection() bool { return false }
 // Start copies the certificate until ctx ends: every poll until there is one, then every refresh
 // (the rotator renews it long before it expires). A failed copy is logged and retried.
 func (c certFiles) Start(ctx context.Context) error {
-	log := ctrl.LoggerFrom(ctx).WithName("webhook-cert-files")
+	what := c.what
+	if what == "" {
+		what = "webhook"
+	}
+	log := ctrl.LoggerFrom(ctx).WithName(what + "-cert-files")
 	for {
 		wait := c.poll
 		written, err := c.sync(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			log.Error(err, "Copying the webhook certificate failed", "secret", c.secret, "dir", c.dir)
+			log.Error(err, "Copying the "+what+" certificate failed", "secret", c.secret, "dir", c.dir)
 		case written:
 			wait = c.refresh
 		}
@@ -65,7 +74,11 @@ func (c certFiles) sync(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("get Secret %s: %w", c.secret, err)
 	}
-	for _, name := range certFileNames {
+	names := c.names
+	if len(names) == 0 {
+		names = certFileNames
+	}
+	for _, name := range names {
 		if len(s.Data[name]) == 0 {
 			return false, nil // not issued yet
 		}
@@ -75,6 +88,9 @@ func (c certFiles) sync(ctx context.Context) (bool, error) {
 	}
 	// The key first: the server reloads when the certificate changes and then reads both.
 	for _, name := range []string{corev1.TLSPrivateKeyKey, corev1.TLSCertKey} {
+		if !slices.Contains(names, name) {
+			continue
+		}
 		if err := writeIfChanged(filepath.Join(c.dir, name), s.Data[name]); err != nil {
 			return false, err
 		}

@@ -27,6 +27,8 @@ type nodeFlags struct {
 	commandTimeout         time.Duration
 	metricsAddr, probeAddr string
 	metricsCertDir         string
+	snapMetaAddr           string
+	snapMetaCertDir        string
 }
 
 func newNodeCommand() *cobra.Command {
@@ -63,6 +65,12 @@ func newNodeCommand() *cobra.Command {
 	fl.StringVar(&f.metricsCertDir, "metrics-cert-dir", "",
 		"directory with tls.crt and tls.key for the metrics server (default: a self-signed certificate)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":9808", "health probe address (/healthz)")
+	fl.StringVar(&f.snapMetaAddr, "snapshot-metadata-address", "",
+		"address of the node's CSI SnapshotMetadata endpoint (changed block tracking of thin classes, "+
+			"called by `lvms snapshot-metadata` with mutual TLS); empty serves none")
+	fl.StringVar(&f.snapMetaCertDir, "snapshot-metadata-cert-dir", "",
+		"with --snapshot-metadata-address: directory with tls.crt and tls.key (serving) and ca.crt "+
+			"(the CA of the clients allowed)")
 	return cmd
 }
 
@@ -98,6 +106,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 		NodeName: f.nodeName, Namespace: f.namespace, Executor: exec.NewHost(hostOpts...), MountInfo: mountInfo,
 		CSIEndpoint: f.csiSocket, RegistrationSocket: f.registrationSocket, KubeletCSIEndpoint: f.kubeletCSI,
 		LVMDSocket: f.lvmdSocket, KubeletDir: f.kubeletDir, ClusterID: f.clusterID,
+		SnapshotMetadataAddress: f.snapMetaAddr, SnapshotMetadataCertDir: f.snapMetaCertDir,
 	}); err != nil {
 		return err
 	}

@@ -58,6 +58,7 @@ type operatorFlags struct {
 	releaseVolumes     bool
 	deleteClaims       bool
 	podMutatingWebhook bool
+	snapshotMetadata   bool
 }
 
 // podMutatingWebhookFlag turns on TopoLVM's pod webhook for the scheduler extender
@@ -118,6 +119,10 @@ func newOperatorCommand() *cobra.Command {
 	fl.BoolVar(&f.podMutatingWebhook, podMutatingWebhookFlag, false,
 		"serve TopoLVM's pod webhook at "+lvmswebhook.PodMutatorPath+": annotate pods with unbound topolvm.io claims "+
 			"for the scheduler extender (lvms scheduler); needs its MutatingWebhookConfiguration")
+	fl.BoolVar(&f.snapshotMetadata, snapshotMetadataFlag, false,
+		"changed block tracking: issue the certificates of the node agents' snapshot metadata endpoints, of "+
+			"`lvms snapshot-metadata` and of the external-snapshot-metadata sidecar, make the node agents serve, and "+
+			"apply the SnapshotMetadataService "+lvmcluster.DriverName+" (needs that CRD; docs/changed-blocks.md)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas")
 	// OpenShift's recommendation for control planes that may be slow (single-node clusters, busy
 	// nodes), which LVMS uses too: a lease renewal that misses a 10 s deadline once must not stop
@@ -259,6 +264,7 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 	r := lvmcluster.New(mgr.GetClient(), mgr.GetEventRecorder("lvms-operator"), lvmcluster.Options{
 		Namespace: f.namespace, NodeImage: f.nodeImage, ImagePullPolicy: corev1.PullPolicy(f.pullPolicy),
 		RegistrarImage: f.registrarImage, LivenessProbeImage: f.livenessProbeImage, ClusterID: cluster,
+		SnapshotMetadata: f.snapshotMetadata,
 	})
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)
@@ -279,6 +285,11 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 	}
 	if f.csiSocket != "" {
 		if err := csicontroller.AddToManager(ctx, mgr, f.csiSocket); err != nil {
+			return err
+		}
+	}
+	if f.snapshotMetadata {
+		if err := setupSnapshotMetadata(mgr, f); err != nil {
 			return err
 		}
 	}

@@ -44,11 +44,22 @@ func manifestFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
-// applyCRDs applies the operator's and the VolumeSnapshot CRDs and waits until they are served.
+// crdDirs are the directories of the CRDs the cluster has: the operator's, the VolumeSnapshot
+// CRDs, and with the snapshot metadata service the SnapshotMetadataService CRD (all but the
+// operator's from hack/csi-tools.sh).
+func crdDirs(cfg Config) []string {
+	dirs := []string{filepath.Join(cfg.RepoDir, "config", "crd", "bases"), filepath.Join(cfg.CSITools, "snapshot-crds")}
+	if cfg.SnapshotMetadata {
+		dirs = append(dirs, filepath.Join(cfg.CSITools, snapshotMetadataCRDs))
+	}
+	return dirs
+}
+
+// applyCRDs applies the CRDs of crdDirs and waits until they are served.
 func (c *cluster) applyCRDs(ctx context.Context) error {
 	return c.step("CRDs", func() error {
 		args := []string{"apply", "--server-side", "--force-conflicts"}
-		for _, dir := range []string{filepath.Join(c.cfg.RepoDir, "config", "crd", "bases"), filepath.Join(c.cfg.CSITools, "snapshot-crds")} {
+		for _, dir := range crdDirs(c.cfg) {
 			files, err := manifestFiles(dir)
 			if err != nil {
 				return err

@@ -35,6 +35,9 @@ type Config struct {
 	// SchedulerExtender installs the product with the scheduler-extender component and runs the
 	// kube-scheduler with the extender (extender.go).
 	SchedulerExtender bool `json:"schedulerExtender,omitempty"`
+	// SnapshotMetadata installs the product with the snapshot-metadata component, the
+	// SnapshotMetadataService CRD, and imports the sidecar's and the lister's images (snapmeta.go).
+	SnapshotMetadata bool `json:"snapshotMetadata,omitempty"`
 }
 
 // nodeName is the name of guest node i.

@@ -49,6 +49,19 @@ func readDigest(path string) (string, error) {
 	return d, nil
 }
 
+// overlayComponents are the kustomize components the product overlay adds (relative to the
+// repository), and the patches the dev cluster puts on them.
+func overlayComponents(cfg Config) (components []string, patches string) {
+	if cfg.SchedulerExtender {
+		components = append(components, ExtenderComponent)
+		patches += extenderOverlayPatch
+	}
+	if cfg.SnapshotMetadata {
+		components = append(components, SnapshotMetadataComponent)
+	}
+	return components, patches
+}
+
 // productOverlayDir is where the overlay is written.
 func (c *cluster) productOverlayDir() string { return filepath.Join(c.l.Manifests(), "product") }
 
@@ -65,13 +78,18 @@ func (c *cluster) installProduct(ctx context.Context) error {
 			return fmt.Errorf("overlay base: %w", err)
 		}
 		body := fmt.Sprintf(productOverlay, base, c.cfg.ProductDigest, c.cfg.ProductDigestFile, ProductImage)
-		if c.cfg.SchedulerExtender {
-			comp, err := filepath.Rel(dir, filepath.Join(c.cfg.RepoDir, ExtenderComponent))
+		comps, patches := overlayComponents(c.cfg)
+		if len(comps) > 0 {
+			body += "components:\n"
+		}
+		for _, comp := range comps {
+			rel, err := filepath.Rel(dir, filepath.Join(c.cfg.RepoDir, comp))
 			if err != nil {
 				return fmt.Errorf("overlay component: %w", err)
 			}
-			body += "components:\n- " + comp + "\n" + extenderOverlayPatch
+			body += "- " + rel + "\n"
 		}
+		body += patches
 		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(body), 0o644); err != nil {
 			return fmt.Errorf("write overlay: %w", err)
 		}
@@ -89,10 +107,22 @@ func (c *cluster) installProduct(ctx context.Context) error {
 			"--all",
 			timeout,
 		); err != nil {
+			c.describeProduct(ctx)
 			return err
 		}
 		return c.waitWebhookCA(ctx)
 	})
+}
+
+// describeProduct writes, for a product that did not come up, its pods and the recent log of every
+// container of its Deployments (also of the last crashed run) to the kubectl log the failure quotes.
+func (c *cluster) describeProduct(ctx context.Context) {
+	_ = c.kubectl(ctx, "-n", Namespace, "get", "pods", "-o", "wide")
+	for _, d := range []string{"deployment/lvms-operator", "deployment/" + snapshotMetadataDeployment} {
+		for _, previous := range []string{"--previous=false", "--previous=true"} {
+			_ = c.kubectl(ctx, "-n", Namespace, "logs", d, "--all-containers", "--tail=20", previous)
+		}
+	}
 }
 
 // waitWebhookCA waits until every webhook of the product's webhook configurations has a CA

@@ -36,6 +36,10 @@ type UpOptions struct {
 	// SchedulerExtender installs the product with its scheduler extender and pod webhook
 	// (config/components/scheduler-extender) and configures the kube-scheduler to call it.
 	SchedulerExtender bool
+	// SnapshotMetadata installs the product with its snapshot metadata service
+	// (config/components/snapshot-metadata) and the SnapshotMetadataService CRD, and imports the
+	// images of the external-snapshot-metadata sidecar and of snapshot-metadata-lister.
+	SnapshotMetadata bool
 	// Timeout bounds the wait for the cluster after the supervisor started.
 	Timeout time.Duration
 	// Out receives progress.
@@ -122,7 +126,8 @@ func resetState(l Layout) error {
 func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	cfg := Config{RepoDir: o.RepoDir, KubeAssets: o.KubeAssets, CSITools: o.CSITools, Nodes: o.Nodes,
 		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB, SchedulerExtender: o.SchedulerExtender,
-		LVMSDev: filepath.Join(l.Bin(), "lvms-dev"), GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
+		SnapshotMetadata: o.SnapshotMetadata, LVMSDev: filepath.Join(l.Bin(), "lvms-dev"),
+		GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
 	if cfg.MemoryMiB <= 0 {
 		cfg.MemoryMiB = DefaultMemoryMiB
 	}
@@ -135,7 +140,7 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	if o.ImagesDir == "" {
 		o.ImagesDir = filepath.Join(cfg.RepoDir, "_output", "images")
 	}
-	if cfg.Images, err = findImages(o.ImagesDir); err != nil {
+	if cfg.Images, err = findImages(o.ImagesDir, o.SnapshotMetadata); err != nil {
 		return cfg, err
 	}
 	if !o.NoProduct {
@@ -181,15 +186,27 @@ const DefaultMemoryMiB = 1536
 // add-ons, not the product): the nodes do not import them, which saves a guest import each.
 var hostOnlyImages = map[string]bool{"snapshot-controller.tar": true}
 
-// findImages lists the OCI archives in dir that the nodes import.
-func findImages(dir string) ([]string, error) {
+// findImages lists the OCI archives in dir that the nodes import: the images of the snapshot
+// metadata service only with snapshotMetadata (each import costs a guest's memory), and then all
+// of them.
+func findImages(dir string, snapshotMetadata bool) ([]string, error) {
 	all, err := filepath.Glob(filepath.Join(dir, "*.tar"))
 	if err != nil {
 		return nil, fmt.Errorf("list images: %w", err)
 	}
-	tars := slices.DeleteFunc(all, func(t string) bool { return hostOnlyImages[filepath.Base(t)] })
+	tars := slices.DeleteFunc(all, func(t string) bool {
+		name := filepath.Base(t)
+		return hostOnlyImages[name] || !snapshotMetadata && slices.Contains(snapshotMetadataImages, name)
+	})
 	if len(tars) == 0 {
 		return nil, fmt.Errorf("no OCI archives (*.tar) in %s: build them with lvms-dev image build", dir)
+	}
+	if snapshotMetadata {
+		for _, name := range snapshotMetadataImages {
+			if !slices.Contains(tars, filepath.Join(dir, name)) {
+				return nil, fmt.Errorf("no %s in %s: build it with lvms-dev image build --only sidecars", name, dir)
+			}
+		}
 	}
 	for _, t := range tars {
 		if strings.ContainsAny(t, ": \t\n") {

@@ -24,6 +24,8 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+	"github.com/lvm-operator/lvm-operator/internal/snapmeta"
+	"github.com/lvm-operator/lvm-operator/internal/thinmeta"
 )
 
 // Options configure the node agent.
@@ -63,6 +65,10 @@ type Options struct {
 	// KubeletDir is the kubelet's root directory; CSI target paths must lie below it (empty means
 	// /var/lib/kubelet).
 	KubeletDir string
+	// SnapshotMetadataAddress is where the node's CSI SnapshotMetadata endpoint (changed block
+	// tracking of thin classes, for the operator's proxy) listens, with mutual TLS from the files
+	// in SnapshotMetadataCertDir (snapmeta.ServerTLS). Empty serves none. Needs lvmd in process.
+	SnapshotMetadataAddress, SnapshotMetadataCertDir string
 }
 
 // Agent is an assembled node agent.
@@ -100,7 +106,36 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 	if err := setupCSI(mgr, o, be); err != nil {
 		return nil, err
 	}
+	if err := setupSnapshotMetadata(mgr, o, a); err != nil {
+		return nil, err
+	}
 	return a, setupReporting(mgr, o, be)
+}
+
+// setupSnapshotMetadata adds the node's SnapshotMetadata endpoint when an address is given: the
+// snapshots' LVs come from the in-process lvmd, their block maps from the thin pools' metadata.
+func setupSnapshotMetadata(mgr ctrl.Manager, o Options, a *Agent) error {
+	if o.SnapshotMetadataAddress == "" {
+		return nil
+	}
+	if a.LVMD == nil || o.SnapshotMetadataCertDir == "" {
+		return errors.New(
+			"node agent: the snapshot metadata endpoint needs lvmd in process and a certificate directory",
+		)
+	}
+	reader := thinmeta.New(o.Executor)
+	ep, err := snapmeta.NewEndpoint(snapmeta.EndpointOptions{
+		Addr: o.SnapshotMetadataAddress, CertDir: o.SnapshotMetadataCertDir,
+		Node: snapmeta.NewNode(NewVolumes(a.LVMD), reader), Classes: a.Classes, Recover: reader,
+		Log: ctrl.Log.WithName("snapshot-metadata"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(ep); err != nil {
+		return fmt.Errorf("add snapshot metadata endpoint: %w", err)
+	}
+	return nil
 }
 
 // backend is what the agent's parts need of lvmd: *lvmd.Service in process, RemoteLVMD (through

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -109,5 +110,46 @@ func TestNodeMetricsServiceSelectsTheAgent(t *testing.T) {
 		}) {
 			t.Errorf("Service port %s targets %q, not the node agent's metrics port", p.Name, p.TargetPort.StrVal)
 		}
+	}
+}
+
+// TestDaemonSetSnapshotMetadata: with SnapshotMetadata the agent serves its endpoint on the fixed
+// port with a projected volume of its key pair and the client CA only (no CA key reaches a node);
+// without it, none of that is there.
+func TestDaemonSetSnapshotMetadata(t *testing.T) {
+	off := nodeDaemonSet(t, Options{Namespace: "lvms-system", NodeImage: "lvms"}).Spec.Template.Spec
+	for _, a := range off.Containers[0].Args {
+		if strings.HasPrefix(a, "--snapshot-metadata") {
+			t.Errorf("without SnapshotMetadata the agent got %s", a)
+		}
+	}
+	on := nodeDaemonSet(
+		t,
+		Options{Namespace: "lvms-system", NodeImage: "lvms", SnapshotMetadata: true},
+	).Spec.Template.Spec
+	agent := on.Containers[0]
+	for _, want := range []string{"--snapshot-metadata-address=:9820", "--snapshot-metadata-cert-dir=/etc/lvms/snapshot-metadata"} {
+		if !slices.Contains(agent.Args, want) {
+			t.Errorf("args %v lack %s", agent.Args, want)
+		}
+	}
+	if !slices.ContainsFunc(agent.Ports, func(p corev1.ContainerPort) bool { return p.ContainerPort == 9820 }) {
+		t.Errorf("ports %v lack 9820", agent.Ports)
+	}
+	var got []string
+	for _, v := range on.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			for _, it := range src.Secret.Items {
+				got = append(got, src.Secret.Name+"/"+it.Key)
+			}
+		}
+	}
+	want := []string{"lvms-snapshot-metadata-node-cert/tls.crt", "lvms-snapshot-metadata-node-cert/tls.key",
+		"lvms-snapshot-metadata-client-cert/ca.crt"}
+	if !slices.Equal(got, want) {
+		t.Errorf("projected secret items %v, want %v", got, want)
 	}
 }

@@ -25,6 +25,16 @@ const (
 	// NodeServiceAccountName is the service account the node agent runs as.
 	NodeServiceAccountName = "lvms-node"
 
+	// With --snapshot-metadata (changed block tracking, docs/changed-blocks.md) the operator issues
+	// three Secrets from CAs of its own: SnapshotMetadataNodeCert, the node agents' serving
+	// certificate; SnapshotMetadataClientCert, the client certificate `lvms snapshot-metadata`
+	// calls them with; SnapshotMetadataServerCert, the serving certificate of the
+	// external-snapshot-metadata sidecar. Node agents serve on SnapshotMetadataNodePort.
+	SnapshotMetadataNodeCert   = "lvms-snapshot-metadata-node-cert"
+	SnapshotMetadataClientCert = "lvms-snapshot-metadata-client-cert"
+	SnapshotMetadataServerCert = "lvms-snapshot-metadata-server-cert"
+	SnapshotMetadataNodePort   = 9820
+
 	// LabelOwnerName and LabelOwnerNamespace mark cluster-scoped operands (which cannot carry an
 	// owner reference to a namespaced LVMCluster) with their LVMCluster.
 	LabelOwnerName      = "lvm.topolvm.io/owned-by-name"

@@ -34,6 +34,9 @@ type Options struct {
 	// ClusterID is the cluster's identity (the UID of kube-system), passed to the node agents
 	// (--cluster-id) to tag VGs and LVs with.
 	ClusterID string
+	// SnapshotMetadata makes the node agents serve their SnapshotMetadata endpoint with the
+	// certificates of the SnapshotMetadataNodeCert and SnapshotMetadataClientCert Secrets.
+	SnapshotMetadata bool
 }
 
 // Reconciler reconciles LVMClusters.

@@ -23,11 +23,20 @@ type Server struct {
 	csi.UnimplementedIdentityServer
 
 	ready ReadyFunc
+	// snapshotMetadata: the endpoint serves the SnapshotMetadata service only.
+	snapshotMetadata bool
 }
 
-// New returns the Identity service; ready may be nil (always ready).
+// New returns the Identity service of the controller and node endpoints; ready may be nil (always
+// ready).
 func New(ready ReadyFunc) *Server {
 	return &Server{ready: ready}
+}
+
+// NewSnapshotMetadata returns the Identity service of the endpoint `lvms snapshot-metadata` serves to
+// the external-snapshot-metadata sidecar: it advertises the SnapshotMetadata service only.
+func NewSnapshotMetadata() *Server {
+	return &Server{snapshotMetadata: true}
 }
 
 // GetPluginInfo returns the driver name and the lvms version.
@@ -35,7 +44,8 @@ func (s *Server) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi
 	return &csi.GetPluginInfoResponse{Name: lvmcsi.DriverName, VendorVersion: version.Get().Version}, nil
 }
 
-// GetPluginCapabilities advertises the controller service, topology and online expansion.
+// GetPluginCapabilities advertises the controller service, topology and online expansion, or on the
+// snapshot metadata endpoint the SnapshotMetadata service.
 func (s *Server) GetPluginCapabilities(
 	context.Context,
 	*csi.GetPluginCapabilitiesRequest,
@@ -44,6 +54,11 @@ func (s *Server) GetPluginCapabilities(
 		return &csi.PluginCapability{Type: &csi.PluginCapability_Service_{
 			Service: &csi.PluginCapability_Service{Type: t},
 		}}
+	}
+	if s.snapshotMetadata {
+		return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
+			service(csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE),
+		}}, nil
 	}
 	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
 		service(csi.PluginCapability_Service_CONTROLLER_SERVICE),

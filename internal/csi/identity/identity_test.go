@@ -63,3 +63,21 @@ func TestProbe(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotMetadataCapabilities: the snapshot metadata endpoint advertises that service alone
+// (the sidecar checks it) under the driver's name.
+func TestSnapshotMetadataCapabilities(t *testing.T) {
+	s := NewSnapshotMetadata()
+	resp, err := s.GetPluginCapabilities(t.Context(), &csi.GetPluginCapabilitiesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := resp.GetCapabilities()
+	if len(caps) != 1 || caps[0].GetService().GetType() != csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE {
+		t.Errorf("capabilities %v, want SNAPSHOT_METADATA_SERVICE alone", caps)
+	}
+	info, err := s.GetPluginInfo(t.Context(), &csi.GetPluginInfoRequest{})
+	if err != nil || info.GetName() != "topolvm.io" {
+		t.Errorf("plugin info %v, %v", info, err)
+	}
+}

@@ -21,11 +21,12 @@ func repoFiles(t *testing.T) map[string][]byte {
 	t.Helper()
 	root := filepath.Join("..", "..", "..")
 	files, err := Files(Options{
-		ConfigDir:         filepath.Join(root, "config", "default"),
-		SampleFile:        filepath.Join(root, "config", "samples", "lvm_v1alpha1_lvmcluster.yaml"),
-		MonitoringDir:     filepath.Join(root, "config", "prometheus"),
-		Version:           "0.1.0",
-		ExtenderComponent: filepath.Join(root, "config", "components", "scheduler-extender"),
+		ConfigDir:                 filepath.Join(root, "config", "default"),
+		SampleFile:                filepath.Join(root, "config", "samples", "lvm_v1alpha1_lvmcluster.yaml"),
+		MonitoringDir:             filepath.Join(root, "config", "prometheus"),
+		Version:                   "0.1.0",
+		ExtenderComponent:         filepath.Join(root, "config", "components", "scheduler-extender"),
+		SnapshotMetadataComponent: filepath.Join(root, "config", "components", "snapshot-metadata"),
 	})
 	if err != nil {
 		t.Fatalf("render: %v", err)

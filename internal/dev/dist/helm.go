@@ -19,10 +19,14 @@ const (
 
 // sidecarValues maps the container names of the CSI sidecars to their key under .Values.sidecars.
 var sidecarValues = map[string]string{
-	"csi-provisioner": "provisioner",
-	"csi-resizer":     "resizer",
-	"csi-snapshotter": "snapshotter",
+	"csi-provisioner":       "provisioner",
+	"csi-resizer":           "resizer",
+	"csi-snapshotter":       "snapshotter",
+	"csi-snapshot-metadata": "snapshotMetadata",
 }
+
+// componentSidecars are the sidecars only a component runs: without the component, no value.
+var componentSidecars = map[string]bool{"csi-snapshot-metadata": true}
 
 // imageRef is an image reference split into repository, tag and digest.
 type imageRef struct{ repository, tag, digest string }
@@ -49,26 +53,22 @@ func chartFiles(inst *Install, o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	values, err := chartValues(deploy, o.ExtenderComponent != "")
+	components := o.components()
+	v, err := renderVariants(inst, o.ConfigDir, components)
 	if err != nil {
 		return nil, err
 	}
-	changed := map[string]*unstructured.Unstructured{}
-	if o.ExtenderComponent != "" {
-		ext, err := renderWithComponent(o.ConfigDir, o.ExtenderComponent)
+	all := v.ordered[len(v.ordered)-1]
+	values, err := chartValues(deploy, components, all)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range components {
+		tpl, err := addedTemplate(c, v.added(i), inst.Namespace)
 		if err != nil {
 			return nil, err
 		}
-		added, ch, err := extenderDelta(inst, ext)
-		if err != nil {
-			return nil, err
-		}
-		changed = ch
-		tpl, err := addedTemplate(added, inst.Namespace)
-		if err != nil {
-			return nil, err
-		}
-		files[extenderTemplate] = []byte(tpl)
+		files[ChartDir+"/templates/"+c.Template] = []byte(tpl)
 	}
 	for _, obj := range inst.Objects {
 		switch obj.GetKind() {
@@ -86,16 +86,9 @@ func chartFiles(inst *Install, o Options) (map[string][]byte, error) {
 			files[ChartDir+"/crds/"+name] = b
 			continue
 		}
-		text, err := templateYAML(obj, inst.Namespace)
+		text, err := v.template(objectKey(obj), inst.Namespace)
 		if err != nil {
 			return nil, err
-		}
-		if with, ok := changed[objectKey(obj)]; ok {
-			withText, err := templateYAML(with, inst.Namespace)
-			if err != nil {
-				return nil, err
-			}
-			text = eitherTemplate(withText, text)
 		}
 		files[ChartDir+"/templates/"+fileName(obj)] = []byte(generatedHeader + text)
 	}
@@ -135,7 +128,7 @@ func templatize(obj map[string]any, namespace string) {
 }
 
 func templatizeContainer(c map[string]any, name string) {
-	if name == operatorContainer || name == extenderContainer {
+	if name == operatorContainer || name == extenderContainer || name == snapshotMetadataProxy {
 		c["image"] = tplImage
 		c["imagePullPolicy"] = tplPolicy
 		return
@@ -145,18 +138,35 @@ func templatizeContainer(c map[string]any, name string) {
 	}
 }
 
-// chartValues is values.yaml: the defaults are the rendered install's images.
-func chartValues(deploy *unstructured.Unstructured, extender bool) (string, error) {
-	containers, _, err := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
-	if err != nil {
-		return "", fmt.Errorf("deployment %s: containers: %w", deploy.GetName(), err)
-	}
+// containerImages maps the container names of the Deployments among objs to their images.
+func containerImages(objs []*unstructured.Unstructured) (map[string]string, error) {
 	images := map[string]string{}
-	for _, c := range containers {
-		m, _ := c.(map[string]any)
-		name, _ := m["name"].(string)
-		image, _ := m["image"].(string)
-		images[name] = image
+	for _, d := range objs {
+		if d.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		if err != nil {
+			return nil, fmt.Errorf("deployment %s: containers: %w", d.GetName(), err)
+		}
+		for _, c := range containers {
+			m, _ := c.(map[string]any)
+			name, _ := m["name"].(string)
+			image, _ := m["image"].(string)
+			images[name] = image
+		}
+	}
+	return images, nil
+}
+
+// chartValues is values.yaml: the defaults are the images of the operator's Deployment and of the
+// components' Deployments (all, the install with every component).
+func chartValues(deploy *unstructured.Unstructured, components []Component, all []*unstructured.Unstructured) (
+	string, error,
+) {
+	images, err := containerImages(all)
+	if err != nil {
+		return "", err
 	}
 	op, ok := images[operatorContainer]
 	if !ok {
@@ -175,16 +185,21 @@ func chartValues(deploy *unstructured.Unstructured, extender bool) (string, erro
 	)
 	b.WriteString("# The ServiceMonitor and PrometheusRule of config/prometheus; they need the Prometheus Operator.\n" +
 		"monitoring:\n  enabled: false\n")
-	if extender {
-		b.WriteString("# The scheduler extender (lvms scheduler) on the control-plane nodes and the operator's pod\n" +
-			"# webhook (config/components/scheduler-extender); kube-scheduler must be configured to call it\n" +
-			"# (docs/scheduler-extender.md). Off: pods are placed by CSIStorageCapacity alone.\n" +
-			"schedulerExtender:\n  enabled: false\n")
+	for _, c := range components {
+		for _, line := range c.Doc {
+			b.WriteString("# " + line + "\n")
+		}
+		b.WriteString(c.Value + ":\n  enabled: false\n")
 	}
-	b.WriteString("# The standard kubernetes-csi sidecars beside the operator.\nsidecars:\n")
+	b.WriteString(
+		"# The standard kubernetes-csi sidecars beside the operator (and those of the components).\nsidecars:\n",
+	)
 	for _, name := range sortedKeys(sidecarValues) {
 		img, ok := images[name]
-		if !ok {
+		switch {
+		case !ok && componentSidecars[name]:
+			continue
+		case !ok:
 			return "", fmt.Errorf("deployment %s has no container %q", deploy.GetName(), name)
 		}
 		fmt.Fprintf(&b, "  %s: %s\n", sidecarValues[name], img)

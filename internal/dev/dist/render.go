@@ -31,6 +31,10 @@ type Options struct {
 	// (config/components/scheduler-extender): the chart's value schedulerExtender.enabled; empty
 	// leaves it out of the chart.
 	ExtenderComponent string
+	// SnapshotMetadataComponent is the kustomize component of the snapshot metadata service
+	// (config/components/snapshot-metadata): the chart's value snapshotMetadata.enabled; empty
+	// leaves it out of the chart.
+	SnapshotMetadataComponent string
 }
 
 // Install is the rendered install: the multi-document YAML and its objects in the same order.

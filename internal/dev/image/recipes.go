@@ -11,10 +11,13 @@ const (
 type Sidecar struct {
 	// Name is the binary's name in the CSI tools directory and in the image (/<name>).
 	Name string
-	// Ref is the reference config/manager/manager.yaml uses.
+	// Ref is the reference config/manager/manager.yaml (or a component of config/components) uses.
 	Ref    string
 	Source string
 }
+
+// snapshotMetadataSource is the repository of the changed-block-tracking sidecar and its clients.
+const snapshotMetadataSource = "https://github.com/kubernetes-csi/external-snapshot-metadata"
 
 // Sidecars are the sidecar images of the local cluster, at the versions hack/csi-tools.sh pins.
 var Sidecars = []Sidecar{
@@ -38,7 +41,17 @@ var Sidecars = []Sidecar{
 		"registry.k8s.io/sig-storage/snapshot-controller:v8.7.0",
 		"https://github.com/kubernetes-csi/external-snapshotter",
 	},
+	// config/components/snapshot-metadata.
+	{"csi-snapshot-metadata", "registry.k8s.io/sig-storage/csi-snapshot-metadata:v0.2.0", snapshotMetadataSource},
+	// Not a sidecar: external-snapshot-metadata's example client, for the dev cluster's pods (it
+	// resolves the Service DNS name of the SnapshotMetadataService, so it runs in the cluster). Its
+	// entrypoint is /snapshot-metadata-lister.
+	{"snapshot-metadata-lister", SnapshotMetadataListerRef, snapshotMetadataSource},
 }
+
+// SnapshotMetadataListerRef is the image of snapshot-metadata-lister (external-snapshot-metadata
+// v0.2.0) for the dev cluster.
+const SnapshotMetadataListerRef = "lvms.local/snapshot-metadata-lister:v0.2.0"
 
 // lvmsPackages are the Debian packages of the host tools lvms runs (lvm, mkfs.*, resize2fs,
 // xfs_growfs, btrfs, blkid, wipefs, lsblk, nsenter, mount, umount, fsck, cryptsetup); their run-time
