@@ -4,14 +4,13 @@ package lvm_test
 
 import (
 	"context"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
 )
 
 // Guest tests run inside a User-mode Linux guest (hack/test-lvm.sh) as root
@@ -20,15 +19,7 @@ import (
 
 func guestDisks(t *testing.T, n int) []string {
 	t.Helper()
-	env := os.Getenv("LVMS_GUEST_DISKS")
-	if env == "" {
-		t.Fatal("LVMS_GUEST_DISKS is not set: guest tests must run inside the UML guest (hack/test-lvm.sh)")
-	}
-	disks := strings.Split(env, ",")
-	if len(disks) < n {
-		t.Fatalf("need %d guest disks, have %v", n, disks)
-	}
-	return disks[:n]
+	return uml.GuestDisks(t, 0, n)
 }
 
 type guest struct {

@@ -5,7 +5,6 @@ package lvmd_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
 )
 
 // TestGuestRAIDCapacity proves on real lvm2 that a RAID class's capacity is the largest
@@ -136,15 +136,7 @@ func raidLV(name string, size uint64, raid lvmd.RAIDConfig) lvm.LVOptions {
 // use) and removes the VG rvg and their PV labels when the test ends.
 func raidGuestDisks(t *testing.T, h *exec.Host, n int) []string {
 	t.Helper()
-	env := os.Getenv("LVMS_GUEST_DISKS")
-	if env == "" {
-		t.Fatal("LVMS_GUEST_DISKS is not set: guest tests must run inside the UML guest (hack/test-lvm.sh)")
-	}
-	all := strings.Split(env, ",")
-	if len(all) < 2+n {
-		t.Fatalf("need %d guest disks, have %d", 2+n, len(all))
-	}
-	disks := all[2 : 2+n]
+	disks := uml.GuestDisks(t, 2, n)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

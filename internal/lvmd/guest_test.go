@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
 )
 
 // Guest tests run inside a User-mode Linux guest (hack/test-lvm.sh) as root
@@ -31,11 +31,7 @@ type guestEnv struct {
 
 func newGuestEnv(t *testing.T) *guestEnv {
 	t.Helper()
-	env := os.Getenv("LVMS_GUEST_DISKS")
-	if env == "" {
-		t.Fatal("LVMS_GUEST_DISKS is not set: guest tests must run inside the UML guest (hack/test-lvm.sh)")
-	}
-	disks := strings.Split(env, ",")[:2]
+	disks := uml.GuestDisks(t, 0, 2)
 	h := exec.NewHost()
 	g := &guestEnv{t: t, host: h, lvm: lvm.New(h)}
 	ctx := t.Context()

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
 	"github.com/lvm-operator/lvm-operator/internal/snapmeta"
+	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
 	"github.com/lvm-operator/lvm-operator/internal/thinmeta"
 )
 
@@ -233,11 +232,7 @@ func serve(t *testing.T, srv csi.SnapshotMetadataServer) csi.SnapshotMetadataCli
 // service with classes thin (the pool) and thick on it.
 func guestLVMD(t *testing.T) (*exec.Host, *lvmd.Service) {
 	t.Helper()
-	env := os.Getenv("LVMS_GUEST_DISKS")
-	if env == "" {
-		t.Fatal("LVMS_GUEST_DISKS is not set: guest tests must run inside the UML guest (hack/test-lvm.sh)")
-	}
-	disks := strings.Split(env, ",")[:2]
+	disks := uml.GuestDisks(t, 0, 2)
 	h := exec.NewHost()
 	c := lvm.New(h)
 	ctx := t.Context()

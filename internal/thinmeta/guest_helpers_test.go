@@ -6,13 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
 	"github.com/lvm-operator/lvm-operator/internal/thinmeta"
 )
 
@@ -40,15 +39,7 @@ func newGuest(t *testing.T, opts ...thinmeta.Option) *guest {
 
 func guestDisks(t *testing.T, n int) []string {
 	t.Helper()
-	env := os.Getenv("LVMS_GUEST_DISKS")
-	if env == "" {
-		t.Fatal("LVMS_GUEST_DISKS is not set: guest tests must run inside the UML guest (hack/test-lvm.sh)")
-	}
-	disks := strings.Split(env, ",")
-	if len(disks) < n {
-		t.Fatalf("need %d guest disks, have %v", n, disks)
-	}
-	return disks[:n]
+	return uml.GuestDisks(t, 0, n)
 }
 
 // sh runs a setup command that must succeed.

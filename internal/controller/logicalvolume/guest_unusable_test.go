@@ -15,6 +15,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
+	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
 )
 
 // Guest tests run inside a User-mode Linux guest (hack/test-lvm.sh) as root with real lvm2 and
@@ -93,11 +94,7 @@ func makeUnactivatableLV(t *testing.T, h *exec.Host, svc *lvmd.Service) string {
 // active (as volumes in use do on a node), and an lvmd service with class thin on it.
 func guestLVMD(t *testing.T) (*exec.Host, *lvmd.Service) {
 	t.Helper()
-	env := os.Getenv("LVMS_GUEST_DISKS")
-	if env == "" {
-		t.Fatal("LVMS_GUEST_DISKS is not set: guest tests must run inside the UML guest (hack/test-lvm.sh)")
-	}
-	disks := strings.Split(env, ",")[:2]
+	disks := uml.GuestDisks(t, 0, 2)
 	h := exec.NewHost()
 	c := lvm.New(h)
 	ctx := t.Context()

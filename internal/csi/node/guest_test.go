@@ -22,6 +22,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
+	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
 )
 
 // Guest tests run inside a User-mode Linux guest (hack/test-lvm.sh) as root with real lvm2,
@@ -46,11 +47,7 @@ type guestNode struct {
 
 func newGuestNode(t *testing.T) *guestNode {
 	t.Helper()
-	env := os.Getenv("LVMS_GUEST_DISKS")
-	if env == "" {
-		t.Fatal("LVMS_GUEST_DISKS is not set: guest tests must run inside the UML guest (hack/test-lvm.sh)")
-	}
-	disk := strings.Split(env, ",")[0]
+	disk := uml.GuestDisks(t, 0, 1)[0]
 	h := exec.NewHost()
 	ctx := t.Context()
 	t.Cleanup(func() {

@@ -1,6 +1,9 @@
 package uml
 
-import "strings"
+import (
+	"os"
+	"strings"
+)
 
 // The standard disk layout every guest test package gets from hack/test-lvm.sh. Guest tests
 // (//go:build guest) rely on it through the environment variables below; do not change it
@@ -44,4 +47,27 @@ func StandardEnv() map[string]string {
 		EnvGuestRODisk: DiskDevice(StandardRWDisks),
 		"PATH":         guestPath,
 	}
+}
+
+// Fataler is the part of testing.TB GuestDisks needs.
+type Fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// GuestDisks returns n read-write disks of the standard layout from EnvGuestDisks, skipping the
+// first skip of them. Outside a guest, or with fewer disks, it fails tb.
+func GuestDisks(tb Fataler, skip, n int) []string {
+	tb.Helper()
+	env := os.Getenv(EnvGuestDisks)
+	if env == "" {
+		tb.Fatalf("%s is not set: guest tests must run inside the UML guest (hack/test-lvm.sh)", EnvGuestDisks)
+		return nil
+	}
+	disks := strings.Split(env, ",")
+	if len(disks) < skip+n {
+		tb.Fatalf("need %d guest disks, have %v", skip+n, disks)
+		return nil
+	}
+	return disks[skip : skip+n]
 }
