@@ -278,7 +278,7 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 	if err := removal.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node-removal controller: %w", err)
 	}
-	if err := claimevents.Setup(mgr, mgr.GetEventRecorder("lvms-operator"), claimevents.Options{
+	if err := claimevents.Setup(mgr, claimevents.Options{
 		Namespace: f.namespace,
 	}); err != nil {
 		return fmt.Errorf("set up claim events controller: %w", err)

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -230,6 +231,25 @@ func (e *env) waitForWithin(d time.Duration, what string, cond func(ctx context.
 	if err != nil {
 		e.t.Fatalf("wait for %s (last seen: %s): %v", what, last, err)
 	}
+}
+
+// onFailure calls f if the test has failed; deferred, it adds what f logs to a failure's report.
+func (e *env) onFailure(f func()) {
+	if e.t.Failed() {
+		f()
+	}
+}
+
+// linesMatching keeps the lines of s that match the regular expression re.
+func linesMatching(s, re string) string {
+	r := regexp.MustCompile(re)
+	var out []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if r.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // deleteNamespaceContent deletes the test's pods and claims and waits until their LVs are gone.

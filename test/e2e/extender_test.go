@@ -98,20 +98,31 @@ func checkMutated(t *testing.T, pod *corev1.Pod, size string) {
 // extenderLogs returns the logs of every extender pod.
 func (e *env) extenderLogs() string {
 	e.t.Helper()
+	logs, err := e.podLogs(extenderDaemonSet, "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return logs
+}
+
+// podLogs returns the logs of every pod of the operator namespace labelled app.kubernetes.io/name=name
+// (of its container named container, or its only one when container is empty).
+func (e *env) podLogs(name, container string) (string, error) {
 	var pods corev1.PodList
 	if err := e.c.List(e.ctx(), &pods, client.InNamespace(operatorNS),
-		client.MatchingLabels{"app.kubernetes.io/name": extenderDaemonSet}); err != nil {
-		e.t.Fatal(err)
+		client.MatchingLabels{"app.kubernetes.io/name": name}); err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	for _, p := range pods.Items {
-		raw, err := e.cs.CoreV1().Pods(operatorNS).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(e.ctx())
+		raw, err := e.cs.CoreV1().Pods(operatorNS).GetLogs(p.Name, &corev1.PodLogOptions{Container: container}).
+			DoRaw(e.ctx())
 		if err != nil {
-			e.t.Fatalf("logs of %s: %v", p.Name, err)
+			return "", fmt.Errorf("logs of %s: %w", p.Name, err)
 		}
 		b.Write(raw)
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 func linesContaining(s, substr string) string {

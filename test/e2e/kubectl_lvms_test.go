@@ -74,16 +74,7 @@ func TestKubectlLVMS(t *testing.T) {
 
 // keepLines keeps the lines matching re.
 func keepLines(re string) func(string) string {
-	r := regexp.MustCompile(re)
-	return func(s string) string {
-		var out []string
-		for _, l := range strings.Split(s, "\n") {
-			if r.MatchString(l) {
-				out = append(out, l)
-			}
-		}
-		return strings.Join(out, "\n") + "\n"
-	}
+	return func(s string) string { return linesMatching(s, re) + "\n" }
 }
 
 var volatile = []struct {

@@ -156,6 +156,17 @@ func (e *env) waitOutput(name, substr string) {
 // waitEvent waits for an event of reason about the object name whose message contains substr.
 func (e *env) waitEvent(name, reason, substr string) {
 	e.t.Helper()
+	if reason == "NotEnoughCapacity" {
+		// The operator records it: what it logged says why it did not.
+		defer e.onFailure(func() {
+			logs, err := e.podLogs("lvms-operator", "operator")
+			e.t.Logf(
+				"operator log lines about claim events (err %v):\n%s",
+				err,
+				linesMatching(logs, "claimevents|event"),
+			)
+		})
+	}
 	e.waitFor(
 		fmt.Sprintf("a %s event about %s mentioning %q", reason, name, substr),
 		func(ctx context.Context) (bool, string, error) {

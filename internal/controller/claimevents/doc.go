@@ -12,5 +12,7 @@
 // An unschedulable Pod is looked at again every minute, since capacity changes on Nodes and node
 // statuses, not on the Pod. An event is recorded only when its note differs from the last one
 // recorded for the claim, and at most every 13 minutes per claim: the events recorder would fold a
-// sooner one into the series of the previous event, under the previous note.
+// sooner one into the series of the previous event, under the previous note. The controller records
+// with a broadcaster of its own, whose sink reports a NotEnoughCapacity event the API server did not
+// take; that claim's note is then forgotten, and the next look records it again.
 package claimevents

@@ -102,13 +102,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // checkClaim records the event of one claim of pod if no node can hold it. It tells whether the claim
-// is a Pending claim of this driver (worth another look later).
+// is worth another look later: a Pending claim of this driver, or one not found (yet).
 func (r *Reconciler) checkClaim(ctx context.Context, pod *corev1.Pod, name string) (bool, error) {
 	key := client.ObjectKey{Namespace: pod.Namespace, Name: name}
 	var pvc corev1.PersistentVolumeClaim
 	if err := r.client.Get(ctx, key, &pvc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil // the scheduler's event on the Pod says the claim is missing
+			// Missing, or not in the cache yet: the scheduler's event on the Pod says when it is
+			// missing, and a look later explains it once it is there.
+			return true, nil
 		}
 		return false, fmt.Errorf("get PersistentVolumeClaim %s: %w", key, err)
 	}

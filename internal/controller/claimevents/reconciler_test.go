@@ -116,7 +116,8 @@ func TestReconcile(t *testing.T) {
 		{"other driver", testPod(withClaim("data")), []client.Object{testClaim("data", "nfs", "10Gi")}, nil, false},
 		{"bound", testPod(withClaim("data")), []client.Object{testClaim("data", "lvms-thin", "10Gi",
 			func(c *corev1.PersistentVolumeClaim) { c.Status.Phase = corev1.ClaimBound })}, nil, false},
-		{"missing claim", testPod(withClaim("data")), nil, nil, false},
+		// Missing, or not in the cache yet: looked at again.
+		{"missing claim", testPod(withClaim("data")), nil, nil, true},
 		{"ephemeral", testPod(withEphemeral("scratch")),
 			[]client.Object{testClaim("app-scratch", "lvms-thin", "10Gi", ownedByPod)}, []string{tooBig}, true},
 		{"ephemeral claim of another pod", testPod(withEphemeral("scratch")),

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,9 +15,9 @@ import (
 )
 
 // Setup adds the controller to mgr: a cache of the Pods that are on no node yet, which the manager
-// starts (on the leader, with the controller), and the controller recording events with recorder.
-// Everything else is read from the manager's cache.
-func Setup(mgr ctrl.Manager, recorder events.EventRecorder, opts Options) error {
+// starts (on the leader, with the controller), and the controller recording events with a recorder
+// of its own (newRecorder). Everything else is read from the manager's cache.
+func Setup(mgr ctrl.Manager, opts Options) error {
 	pods, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient: mgr.GetHTTPClient(),
 		Scheme:     mgr.GetScheme(),
@@ -34,7 +33,10 @@ func Setup(mgr ctrl.Manager, recorder events.EventRecorder, opts Options) error 
 	if err := mgr.Add(pods); err != nil {
 		return fmt.Errorf("add cache of unscheduled Pods: %w", err)
 	}
-	r := New(mgr.GetClient(), pods, recorder, opts)
+	r := New(mgr.GetClient(), pods, nil, opts)
+	if r.recorder, err = newRecorder(mgr, r.sent.forget); err != nil {
+		return err
+	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("claimevents").
 		WatchesRawSource(source.Kind(pods, &corev1.Pod{}, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{},

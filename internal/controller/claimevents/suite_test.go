@@ -79,7 +79,7 @@ func startManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme)
 		return fmt.Errorf("manager: %w", err)
 	}
 	opts := claimevents.Options{Namespace: operatorNamespace, Recheck: recheck}
-	if err := claimevents.Setup(mgr, mgr.GetEventRecorder("lvms-operator"), opts); err != nil {
+	if err := claimevents.Setup(mgr, opts); err != nil {
 		return fmt.Errorf("setup controller: %w", err)
 	}
 	go func() {
