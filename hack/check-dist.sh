@@ -54,18 +54,18 @@ if grep -q "lvms-system" "${out}/extender.yaml"; then
 	fail=1
 fi
 # The snapshot metadata service: off by default; on (with the extender too, so the operator's
-# Deployment is rendered with both flags), its Deployment runs the chart's lvms image and the
-# sidecar image of values.yaml, in the release namespace.
+# Deployment is rendered with both flags), the operator runs with --snapshot-metadata (it creates
+# the Deployment lvms-snapshot-metadata and its certificates itself) and the chart adds, in the
+# release namespace, the ServiceAccount, the Service and the RBAC that Deployment needs.
 "${helm}" template lvms "${chart}" --kube-version 1.37.0 --namespace storage-x --set snapshotMetadata.enabled=true \
-	--set schedulerExtender.enabled=true --set sidecars.snapshotMetadata=registry.example.test/csi-snapshot-metadata:v0 \
+	--set schedulerExtender.enabled=true \
 	--set image.repository=registry.example.test/lvms --set image.digest="${digest}" >"${out}/snapmeta.yaml"
 if grep -q "lvms-snapshot-metadata\|--snapshot-metadata\|snapshotmetadataservices" "${out}/default.yaml" "${out}/extender.yaml"; then
 	echo "check-dist: FAIL: the chart renders the snapshot metadata service with snapshotMetadata.enabled=false" >&2
 	fail=1
 fi
-for want in "name: lvms-snapshot-metadata$" "- --snapshot-metadata$" "- --pod-mutating-webhook$" "- snapshot-metadata$" \
-	"image: 'registry.example.test/csi-snapshot-metadata:v0'" "secretName: lvms-snapshot-metadata-server-cert" \
-	"name: lvms-snapshot-metadata-client-cert" "name: lvms-snapshot-metadata-node-cert" "- snapshotmetadataservices$" \
+for want in "name: lvms-snapshot-metadata$" "- --snapshot-metadata$" "- --pod-mutating-webhook$" \
+	"port: 6443$" "targetPort: grpc$" "- snapshotmetadataservices$" \
 	"image: 'registry.example.test/lvms@${digest}'"; do
 	grep -q -e "${want}" "${out}/snapmeta.yaml" ||
 		{ echo "check-dist: FAIL: snapshotMetadata.enabled=true does not render ${want}" >&2; fail=1; }

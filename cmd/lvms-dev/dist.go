@@ -62,6 +62,7 @@ func newDistCommand() *cobra.Command {
 	fl.StringVar(&o.ExtenderComponent, "scheduler-extender", "", "kustomize component of the scheduler extender, "+
 		"the chart's schedulerExtender.enabled (default <root>/config/components/scheduler-extender)")
 	fl.StringVar(&o.SnapshotMetadataComponent, "snapshot-metadata", "", "kustomize component of the snapshot "+
-		"metadata service, the chart's snapshotMetadata.enabled (default <root>/config/components/snapshot-metadata)")
+		"metadata service: the chart's snapshotMetadata.enabled, and what the OLM bundle carries of it without its operator "+
+		"flag (default <root>/config/components/snapshot-metadata)")
 	return cmd
 }

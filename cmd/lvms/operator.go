@@ -59,6 +59,8 @@ type operatorFlags struct {
 	deleteClaims       bool
 	podMutatingWebhook bool
 	snapshotMetadata   bool
+	// snapshotMetadataSidecarImage is the external-snapshot-metadata sidecar's image.
+	snapshotMetadataSidecarImage string
 }
 
 // podMutatingWebhookFlag turns on TopoLVM's pod webhook for the scheduler extender
@@ -119,10 +121,15 @@ func newOperatorCommand() *cobra.Command {
 	fl.BoolVar(&f.podMutatingWebhook, podMutatingWebhookFlag, false,
 		"serve TopoLVM's pod webhook at "+lvmswebhook.PodMutatorPath+": annotate pods with unbound topolvm.io claims "+
 			"for the scheduler extender (lvms scheduler); needs its MutatingWebhookConfiguration")
-	fl.BoolVar(&f.snapshotMetadata, snapshotMetadataFlag, false,
+	fl.BoolVar(&f.snapshotMetadata, snapshotMetadataFlag, envOr(snapshotMetadataEnv, "") == "true",
 		"changed block tracking: issue the certificates of the node agents' snapshot metadata endpoints, of "+
-			"`lvms snapshot-metadata` and of the external-snapshot-metadata sidecar, make the node agents serve, and "+
-			"apply the SnapshotMetadataService "+lvmcluster.DriverName+" (needs that CRD; docs/changed-blocks.md)")
+			"`lvms snapshot-metadata` and of the external-snapshot-metadata sidecar, make the node agents serve, run "+
+			"the sidecar's Deployment "+lvmcluster.SnapshotMetadataName+" and apply the SnapshotMetadataService "+
+			lvmcluster.DriverName+" (needs that CRD; docs/changed-blocks.md); default: true if $"+snapshotMetadataEnv+
+			" is \"true\" (how an OLM Subscription turns it on)")
+	fl.StringVar(&f.snapshotMetadataSidecarImage, "snapshot-metadata-sidecar-image",
+		envOr(snapshotMetadataSidecarImageEnv, lvmcluster.DefaultSnapshotMetadataSidecarImage),
+		"image of the external-snapshot-metadata sidecar (with --"+snapshotMetadataFlag+")")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas")
 	// OpenShift's recommendation for control planes that may be slow (single-node clusters, busy
 	// nodes), which LVMS uses too: a lease renewal that misses a 10 s deadline once must not stop
@@ -229,7 +236,7 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 		WebhookServer: webhook.NewServer(
 			webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.servingCertDir()},
 		),
-		Cache: namespacedCache(f.namespace, &appsv1.DaemonSet{}),
+		Cache: namespacedCache(f.namespace, &appsv1.DaemonSet{}, &appsv1.Deployment{}),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -264,7 +271,7 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 	r := lvmcluster.New(mgr.GetClient(), mgr.GetEventRecorder("lvms-operator"), lvmcluster.Options{
 		Namespace: f.namespace, NodeImage: f.nodeImage, ImagePullPolicy: corev1.PullPolicy(f.pullPolicy),
 		RegistrarImage: f.registrarImage, LivenessProbeImage: f.livenessProbeImage, ClusterID: cluster,
-		SnapshotMetadata: f.snapshotMetadata,
+		SnapshotMetadata: f.snapshotMetadata, SnapshotMetadataSidecarImage: f.snapshotMetadataSidecarImage,
 	})
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)
@@ -289,7 +296,7 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 		}
 	}
 	if f.snapshotMetadata {
-		if err := setupSnapshotMetadata(mgr, f); err != nil {
+		if err := setupSnapshotMetadata(ctx, mgr, f); err != nil {
 			return err
 		}
 	}

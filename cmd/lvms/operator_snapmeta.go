@@ -22,12 +22,18 @@ import (
 )
 
 // snapshotMetadataFlag turns on changed block tracking (config/components/snapshot-metadata adds it
-// with the sidecar's Deployment).
-const snapshotMetadataFlag = "snapshot-metadata"
+// with the sidecar's ServiceAccount, RBAC and Service); snapshotMetadataEnv is its default, which
+// an OLM Subscription's spec.config.env sets. snapshotMetadataSidecarImageEnv overrides the
+// sidecar's image (RELATED_IMAGE_ is OLM's convention for images a bundle lists).
+const (
+	snapshotMetadataFlag            = "snapshot-metadata"
+	snapshotMetadataEnv             = "LVMS_SNAPSHOT_METADATA"
+	snapshotMetadataSidecarImageEnv = "RELATED_IMAGE_SNAPSHOT_METADATA"
+)
 
 // snapshotMetadataService is the name of the external-snapshot-metadata sidecar's Service, in the
 // operator namespace; the SnapshotMetadataService object points backup clients at it.
-const snapshotMetadataService = "lvms-snapshot-metadata"
+const snapshotMetadataService = lvmcluster.SnapshotMetadataName
 
 // snapshotMetadataGVK is the kind of the object the sidecar finds its address and CA in (the
 // external-snapshot-metadata CRD; the cluster admin installs it as with the snapshot CRDs).
@@ -39,7 +45,7 @@ var snapshotMetadataGVK = schema.GroupVersionKind{
 // kept in its Secret (the node agents' serving certificate, the proxy's client certificate, the
 // sidecar's serving certificate), and keeps the SnapshotMetadataService object current with the
 // sidecar's CA.
-func setupSnapshotMetadata(mgr ctrl.Manager, f operatorFlags) error {
+func setupSnapshotMetadata(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error {
 	svcDNS := fmt.Sprintf("%s.%s.svc", snapshotMetadataService, f.namespace)
 	for _, c := range []struct {
 		secret, dns string
@@ -52,6 +58,9 @@ func setupSnapshotMetadata(mgr ctrl.Manager, f operatorFlags) error {
 			[]string{snapshotMetadataService + "." + f.namespace, snapshotMetadataService}, x509.ExtKeyUsageServerAuth},
 	} {
 		key := types.NamespacedName{Namespace: f.namespace, Name: c.secret}
+		if err := ensureSecret(ctx, mgr.GetClient(), key); err != nil {
+			return err
+		}
 		// The rotator waits for its certificate file; only the certificate is copied, no key.
 		dir := filepath.Join(f.webhookSelfCertDir, c.secret)
 		if err := mgr.Add(certFiles{reader: mgr.GetAPIReader(), secret: key, dir: dir, poll: time.Second,
@@ -74,6 +83,19 @@ func setupSnapshotMetadata(mgr ctrl.Manager, f operatorFlags) error {
 	}
 	if err := mgr.Add(sync); err != nil {
 		return fmt.Errorf("add SnapshotMetadataService sync: %w", err)
+	}
+	return nil
+}
+
+// ensureSecret creates the empty Secret key if it does not exist: the rotator fills a Secret, and does
+// not create one.
+func ensureSecret(ctx context.Context, c client.Client, key types.NamespacedName) error {
+	sec := &corev1.Secret{Type: corev1.SecretTypeOpaque}
+	sec.Namespace, sec.Name = key.Namespace, key.Name
+	sec.Labels = map[string]string{lvmcluster.LabelManagedBy: lvmcluster.FieldOwner}
+	if err := c.Create(ctx, sec, client.FieldOwner(lvmcluster.FieldOwner)); err != nil &&
+		!apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create Secret %s: %w", key, err)
 	}
 	return nil
 }

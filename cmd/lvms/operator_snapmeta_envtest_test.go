@@ -26,7 +26,7 @@ import (
 )
 
 // TestSnapshotMetadataSetup runs the operator's --snapshot-metadata part against a real API server:
-// the three Secrets get certificates with the usage and names their users check (the node agents'
+// the three Secrets are created if missing and get certificates with the usage and names their users check (the node agents'
 // ServerName, the proxy's client usage, the sidecar's Service names), each from a CA of its own,
 // and the SnapshotMetadataService carries the sidecar's address, audience and CA.
 func TestSnapshotMetadataSetup(t *testing.T) {
@@ -49,16 +49,12 @@ func TestSnapshotMetadataSetup(t *testing.T) {
 		t.Fatal(err)
 	}
 	createSMSCRD(ctx, t, k8s)
-	// The install ships the three Secrets empty (config/components/snapshot-metadata), as it does the
-	// webhook's; the rotators fill them.
-	for _, name := range []string{lvmcluster.SnapshotMetadataNodeCert, lvmcluster.SnapshotMetadataClientCert,
-		lvmcluster.SnapshotMetadataServerCert} {
-		if err := k8s.Create(
-			ctx,
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
-		); err != nil {
-			t.Fatal(err)
-		}
+	// The install ships no Secrets: the operator creates them empty, and the rotators fill them. A
+	// Secret that exists (an install of the last release shipped them) is kept.
+	if err := k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lvmcluster.SnapshotMetadataClientCert},
+	}); err != nil {
+		t.Fatal(err)
 	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
@@ -66,7 +62,7 @@ func TestSnapshotMetadataSetup(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := operatorFlags{namespace: ns, webhookSelfCertDir: t.TempDir(), snapshotMetadata: true}
-	if err := setupSnapshotMetadata(mgr, f); err != nil {
+	if err := setupSnapshotMetadata(ctx, mgr, f); err != nil {
 		t.Fatal(err)
 	}
 	mctx, cancel := context.WithCancel(ctx)

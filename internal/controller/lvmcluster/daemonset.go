@@ -168,33 +168,6 @@ func addSidecars(pod *corev1ac.PodSpecApplyConfiguration, opts Options) {
 	}
 }
 
-// snapshotMetadataCertDir is where the node agent finds its snapshot metadata certificates.
-const snapshotMetadataCertDir = "/etc/lvms/snapshot-metadata"
-
-// addSnapshotMetadata makes the agent serve its SnapshotMetadata endpoint: the port, and a projected
-// volume of its serving key pair with the CA of the proxy's client certificates (never a CA key).
-// The pod starts once the operator has issued both Secrets.
-func addSnapshotMetadata(pod *corev1ac.PodSpecApplyConfiguration, opts Options) {
-	if !opts.SnapshotMetadata {
-		return
-	}
-	pod.Containers[0].WithArgs(
-		fmt.Sprintf("--snapshot-metadata-address=:%d", SnapshotMetadataNodePort),
-		"--snapshot-metadata-cert-dir="+snapshotMetadataCertDir,
-	).WithPorts(corev1ac.ContainerPort().WithName("snapmeta").WithContainerPort(SnapshotMetadataNodePort)).
-		WithVolumeMounts(mount("snapshot-metadata-certs", snapshotMetadataCertDir).WithReadOnly(true))
-	item := func(key string) *corev1ac.KeyToPathApplyConfiguration {
-		return corev1ac.KeyToPath().WithKey(key).WithPath(key)
-	}
-	pod.WithVolumes(corev1ac.Volume().WithName("snapshot-metadata-certs").WithProjected(
-		corev1ac.ProjectedVolumeSource().WithSources(
-			corev1ac.VolumeProjection().WithSecret(corev1ac.SecretProjection().
-				WithName(SnapshotMetadataNodeCert).WithItems(item("tls.crt"), item("tls.key"))),
-			corev1ac.VolumeProjection().WithSecret(corev1ac.SecretProjection().
-				WithName(SnapshotMetadataClientCert).WithItems(item("ca.crt"))),
-		)))
-}
-
 func controllerRef(c *lvmv1alpha1.LVMCluster) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
 		WithAPIVersion(lvmv1alpha1.GroupVersion.String()).WithKind("LVMCluster").

@@ -19,17 +19,28 @@ import (
 // nodeDaemonSet renders nodeDaemonSetFor as the API object the API server would store.
 func nodeDaemonSet(t *testing.T, opts Options) *appsv1.DaemonSet {
 	t.Helper()
+	return rendered[appsv1.DaemonSet](t, nodeDaemonSetFor(testCluster(), opts))
+}
+
+// testCluster is the LVMCluster the builders are called with.
+func testCluster() *lvmv1alpha1.LVMCluster {
 	c := &lvmv1alpha1.LVMCluster{}
 	c.Name, c.Namespace = "my-lvmcluster", "lvms-system"
-	b, err := json.Marshal(nodeDaemonSetFor(c, opts))
+	return c
+}
+
+// rendered converts an apply configuration to the API object T it describes.
+func rendered[T any](t *testing.T, applyConfig any) *T {
+	t.Helper()
+	b, err := json.Marshal(applyConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := &appsv1.DaemonSet{}
-	if err := json.Unmarshal(b, ds); err != nil {
+	var obj T
+	if err := json.Unmarshal(b, &obj); err != nil {
 		t.Fatal(err)
 	}
-	return ds
+	return &obj
 }
 
 func containerNamed(t *testing.T, pod *corev1.PodSpec, name string) *corev1.Container {

@@ -62,15 +62,15 @@ func reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 const unitVolumeGroups = "LVMVolumeGroups"
 
 // teardownOrder is the order operands are removed in: the StorageClasses and VolumeSnapshotClasses
-// first, so that nothing new is provisioned while the volume groups go; then the volume groups (every
-// node removes its VG, then its finalizer), which need the node agents; then the node agents, the
-// SecurityContextConstraints and the CSIDriver.
+// first, so that nothing new is provisioned while the volume groups go, and the snapshot metadata
+// endpoint; then the volume groups (every node removes its VG, then its finalizer), which need the
+// node agents; then the node agents, the SecurityContextConstraints and the CSIDriver.
 func teardownOrder() []unit {
 	byName := map[string]unit{}
 	for _, u := range units() {
 		byName[u.name] = u
 	}
-	names := []string{"StorageClasses", "VolumeSnapshotClasses", unitVolumeGroups, "NodeDaemonSet",
+	names := []string{"StorageClasses", "VolumeSnapshotClasses", "SnapshotMetadata", unitVolumeGroups, "NodeDaemonSet",
 		"SecurityContextConstraints", "CSIDriver"}
 	out := make([]unit, 0, len(names))
 	for _, n := range names {

@@ -31,6 +31,7 @@ func units() []unit {
 		{name: "StorageClasses", apply: applyStorageClasses, remove: removeLabelled(&storagev1.StorageClassList{})},
 		{name: "VolumeSnapshotClasses", apply: applySnapshotClasses, remove: removeSnapshotClasses},
 		{name: "NodeDaemonSet", apply: applyNodeDaemonSet, remove: removeNodeDaemonSet},
+		{name: "SnapshotMetadata", apply: applySnapshotMetadata, remove: removeSnapshotMetadata},
 		{name: unitVolumeGroups, apply: applyVolumeGroups, remove: removeVolumeGroups},
 	}
 }

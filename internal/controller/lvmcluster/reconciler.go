@@ -35,8 +35,11 @@ type Options struct {
 	// (--cluster-id) to tag VGs and LVs with.
 	ClusterID string
 	// SnapshotMetadata makes the node agents serve their SnapshotMetadata endpoint with the
-	// certificates of the SnapshotMetadataNodeCert and SnapshotMetadataClientCert Secrets.
+	// certificates of the SnapshotMetadataNodeCert and SnapshotMetadataClientCert Secrets, and
+	// runs the driver's endpoint for backup clients (snapmeta.go).
 	SnapshotMetadata bool
+	// SnapshotMetadataSidecarImage is the external-snapshot-metadata sidecar's image.
+	SnapshotMetadataSidecarImage string
 }
 
 // Reconciler reconciles LVMClusters.
@@ -72,7 +75,7 @@ type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotclasses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=security.openshift.io,resources=securitycontextconstraints,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=security.openshift.io,resources=securitycontextconstraints,resourceNames=lvms-node,verbs=update;patch;delete
-// +kubebuilder:rbac:groups=apps,namespace=lvms-system,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,namespace=lvms-system,resources=daemonsets;deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes;persistentvolumeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

@@ -29,6 +29,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("lvmcluster").
 		For(&lvmv1alpha1.LVMCluster{}).
 		Owns(&appsv1.DaemonSet{}).
+		Owns(&appsv1.Deployment{}).
 		Owns(&lvmv1alpha1.LVMVolumeGroup{}).
 		Watches(&storagev1.StorageClass{}, toAll, builder.WithPredicates(named(func(n string) bool {
 			return strings.HasPrefix(n, StorageClassPrefix)

@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/dev/rbacdoc"
 )
 
@@ -173,102 +176,43 @@ func container(t *testing.T, pod corev1.PodSpec, name string) corev1.Container {
 	return pod.Containers[i]
 }
 
-// TestSnapshotMetadataComponent checks that the component deploys what the code expects: the
-// operator runs with --snapshot-metadata, the proxy runs `lvms snapshot-metadata` from the
-// operator's pinned image with the certificates the operator issues, the sidecar talks to it over
-// the shared socket and serves TLS behind the Service port of the SnapshotMetadataService address.
+// TestSnapshotMetadataComponent checks what the component adds to the install: the operator runs
+// with --snapshot-metadata, and the install brings what the operator's Deployment
+// lvms-snapshot-metadata needs but does not create: its ServiceAccount in the operator namespace
+// and the Service of the SnapshotMetadataService address (6443 to the sidecar's port "grpc",
+// selecting the Deployment's pods by their app.kubernetes.io/name). The Deployment and its
+// certificate Secrets are the operator's, so the install has none of them.
 func TestSnapshotMetadataComponent(t *testing.T) {
 	inst := renderSnapshotMetadata(t)
 	op := typed[appsv1.Deployment](t, inst, "Deployment", "lvms-operator")
 	opc := container(t, op.Spec.Template.Spec, operatorContainer)
-	if !slices.Contains(opc.Args, "--snapshot-metadata") {
-		t.Errorf("operator args %q lack --snapshot-metadata", opc.Args)
+	if !slices.Contains(opc.Args, snapshotMetadataFlag) {
+		t.Errorf("operator args %q lack %s", opc.Args, snapshotMetadataFlag)
 	}
-	d := typed[appsv1.Deployment](t, inst, "Deployment", "lvms-snapshot-metadata")
-	pod := d.Spec.Template.Spec
-	if pod.ServiceAccountName != "lvms-snapshot-metadata" || pod.SecurityContext == nil ||
-		pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
-		t.Errorf("pod service account %q, security context %+v", pod.ServiceAccountName, pod.SecurityContext)
-	}
-	proxy := container(t, pod, "proxy")
-	if proxy.Image != opc.Image {
-		t.Errorf("proxy image %q, want the operator's pinned %q", proxy.Image, opc.Image)
-	}
-	wantArgs := []string{"snapshot-metadata", "--csi-address=/csi/csi.sock", "--cert-dir=/certs/node-client",
-		"--namespace=$(POD_NAMESPACE)", "--node-port=9820"}
-	if !slices.Equal(proxy.Args, wantArgs) {
-		t.Errorf("proxy args %q, want %q", proxy.Args, wantArgs)
-	}
-	if len(proxy.Env) != 1 || proxy.Env[0].Name != "POD_NAMESPACE" || proxy.Env[0].ValueFrom == nil ||
-		proxy.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
-		t.Errorf("proxy env %+v, want POD_NAMESPACE from metadata.namespace", proxy.Env)
-	}
-	sidecar := container(t, pod, "csi-snapshot-metadata")
-	if sidecar.Image != "registry.k8s.io/sig-storage/csi-snapshot-metadata:v0.2.0" {
-		t.Errorf("sidecar image %q", sidecar.Image)
-	}
-	for _, want := range []string{"--csi-address=/csi/csi.sock", "--tls-cert=/certs/server/tls.crt",
-		"--tls-key=/certs/server/tls.key"} {
-		if !slices.Contains(sidecar.Args, want) {
-			t.Errorf("sidecar args %q lack %s", sidecar.Args, want)
+	const name = lvmcluster.SnapshotMetadataName
+	for _, o := range inst.Objects {
+		if o.GetKind() == "Deployment" && o.GetName() == name ||
+			o.GetKind() == "Secret" && strings.HasPrefix(o.GetName(), name+"-") {
+			t.Errorf("the install has %s %s; the operator creates it", o.GetKind(), o.GetName())
 		}
 	}
-	mounts := map[string]string{}
-	for _, c := range []corev1.Container{proxy, sidecar} {
-		for _, m := range c.VolumeMounts {
-			mounts[c.Name+" "+m.MountPath] = m.Name
-		}
+	sa := typed[corev1.ServiceAccount](t, inst, "ServiceAccount", name)
+	if sa.Namespace != inst.Namespace {
+		t.Errorf("ServiceAccount %s in namespace %q, want the operator's %q", name, sa.Namespace, inst.Namespace)
 	}
-	volumes := map[string]corev1.Volume{}
-	for _, v := range pod.Volumes {
-		volumes[v.Name] = v
+	svc := typed[corev1.Service](t, inst, "Service", name)
+	if svc.Namespace != inst.Namespace {
+		t.Errorf("Service %s in namespace %q, want the operator's %q", name, svc.Namespace, inst.Namespace)
 	}
-	if mounts["proxy /csi"] == "" || mounts["proxy /csi"] != mounts["csi-snapshot-metadata /csi"] ||
-		volumes[mounts["proxy /csi"]].EmptyDir == nil {
-		t.Errorf("proxy and sidecar do not share an emptyDir at /csi: mounts %v", mounts)
+	ports := svc.Spec.Ports
+	if len(ports) != 1 || ports[0].Port != lvmcluster.SnapshotMetadataPort ||
+		ports[0].TargetPort != intstr.FromString("grpc") {
+		t.Errorf("service ports %+v, want one: %d -> grpc", ports, lvmcluster.SnapshotMetadataPort)
 	}
-	// Secret key -> file in the proxy's certificate directory; no source optional.
-	certs := map[string]string{}
-	if p := volumes[mounts["proxy /certs/node-client"]].Projected; p != nil {
-		for _, s := range p.Sources {
-			if s.Secret == nil || s.Secret.Optional != nil && *s.Secret.Optional {
-				t.Errorf("projected source %+v: want a Secret that is not optional", s)
-				continue
-			}
-			for _, it := range s.Secret.Items {
-				certs[it.Path] = s.Secret.Name + "/" + it.Key
-			}
-		}
-	}
-	wantCerts := map[string]string{"tls.crt": "lvms-snapshot-metadata-client-cert/tls.crt",
-		"tls.key": "lvms-snapshot-metadata-client-cert/tls.key", "ca.crt": "lvms-snapshot-metadata-node-cert/ca.crt"}
-	if len(certs) != len(wantCerts) {
-		t.Errorf("proxy certificate files %v, want %v", certs, wantCerts)
-	}
-	for path, src := range wantCerts {
-		if certs[path] != src {
-			t.Errorf("proxy certificate file %s from %q, want %q", path, certs[path], src)
-		}
-	}
-	server := volumes[mounts["csi-snapshot-metadata /certs/server"]].Secret
-	if server == nil || server.SecretName != "lvms-snapshot-metadata-server-cert" ||
-		server.Optional != nil && *server.Optional {
-		t.Errorf("sidecar certificate volume %+v, want Secret lvms-snapshot-metadata-server-cert, not optional", server)
-	}
-	svc := typed[corev1.Service](t, inst, "Service", "lvms-snapshot-metadata")
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 6443 ||
-		svc.Spec.Ports[0].TargetPort.String() != "grpc" ||
-		len(sidecar.Ports) != 1 || sidecar.Ports[0].Name != "grpc" || sidecar.Ports[0].ContainerPort != 6443 {
-		t.Errorf("service ports %+v, sidecar ports %+v: want 6443 -> grpc (6443)", svc.Spec.Ports, sidecar.Ports)
-	}
-	for k, v := range svc.Spec.Selector {
-		if d.Spec.Template.Labels[k] != v {
-			t.Errorf(
-				"service selector %v does not select the pod (labels %v)",
-				svc.Spec.Selector,
-				d.Spec.Template.Labels,
-			)
-		}
+	want := map[string]string{"app.kubernetes.io/name": name}
+	if !maps.Equal(svc.Spec.Selector, want) {
+		t.Errorf("service selector %v, want %v (the labels of the operator's Deployment %s)",
+			svc.Spec.Selector, want, name)
 	}
 }
 

@@ -11,9 +11,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/operator-framework/api/pkg/manifests"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
 	validator "github.com/operator-framework/api/pkg/validation/interfaces"
+
+	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 )
 
 // repoFiles renders the repository's own config/ once per test.
@@ -115,10 +118,10 @@ func TestBundleValidates(t *testing.T) {
 	}
 }
 
-// TestBundleCarriesMetricsObjects: under OLM the metrics Services and the reader ClusterRole, which
-// the CSV cannot describe, travel as manifests of their own; the webhook Service does not (OLM
-// creates its own from the webhookdefinitions).
-func TestBundleCarriesMetricsObjects(t *testing.T) {
+// TestBundleCarriesExtraObjects: under OLM the metrics Services, the snapshot metadata Service and
+// the reader ClusterRole, which the CSV cannot describe, travel as manifests of their own; the
+// webhook Service does not (OLM creates its own from the webhookdefinitions).
+func TestBundleCarriesExtraObjects(t *testing.T) {
 	bundle, errs := validateBundle(t, repoFiles(t))
 	for _, e := range errs {
 		t.Errorf("%v", e)
@@ -133,9 +136,72 @@ func TestBundleCarriesMetricsObjects(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	want := []string{"ClusterRole/lvms-metrics-reader", "Service/lvms-node-metrics", "Service/lvms-operator-metrics"}
+	want := []string{"ClusterRole/lvms-metrics-reader", "Service/lvms-node-metrics", "Service/lvms-operator-metrics",
+		"Service/lvms-snapshot-metadata"}
 	if !slices.Equal(got, want) {
 		t.Errorf("bundle objects besides the CSV and CRDs: %q, want %q", got, want)
+	}
+}
+
+// TestBundleOffersSnapshotMetadata: the bundle carries the snapshot metadata service's RBAC (its
+// Service is checked above) and its sidecar image, but leaves it off (no --snapshot-metadata: a
+// Subscription turns it on with LVMS_SNAPSHOT_METADATA=true); the scheduler extender stays out.
+func TestBundleOffersSnapshotMetadata(t *testing.T) {
+	bundle, errs := validateBundle(t, repoFiles(t))
+	for _, e := range errs {
+		t.Errorf("%v", e)
+	}
+	spec := bundle.CSV.Spec.InstallStrategy.StrategySpec
+	op := spec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0]
+	for _, a := range op.Args {
+		if strings.HasPrefix(a, snapshotMetadataFlag) || strings.HasPrefix(a, "--pod-mutating-webhook") {
+			t.Errorf("operator arg %q: the bundle must not turn on an optional component", a)
+		}
+	}
+	env := map[string]string{}
+	for _, e := range op.Env {
+		env[e.Name] = e.Value
+	}
+	if env[snapshotMetadataImageEnv] != lvmcluster.DefaultSnapshotMetadataSidecarImage {
+		t.Errorf("operator env %s = %q, want %q", snapshotMetadataImageEnv, env[snapshotMetadataImageEnv],
+			lvmcluster.DefaultSnapshotMetadataSidecarImage)
+	}
+	related := bundle.CSV.Spec.RelatedImages
+	if !slices.ContainsFunc(related, func(r operatorsv1alpha1.RelatedImage) bool {
+		return r.Image == lvmcluster.DefaultSnapshotMetadataSidecarImage
+	}) {
+		t.Errorf("related images %+v lack %s", related, lvmcluster.DefaultSnapshotMetadataSidecarImage)
+	}
+	allows := func(perms []operatorsv1alpha1.StrategyDeploymentPermissions, sa, group, resource, verb string) bool {
+		for _, p := range perms {
+			for _, r := range p.Rules {
+				if p.ServiceAccountName == sa && slices.Contains(r.APIGroups, group) &&
+					slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	const sa = lvmcluster.SnapshotMetadataName
+	for _, tt := range []struct {
+		perms                     []operatorsv1alpha1.StrategyDeploymentPermissions
+		account, group, res, verb string
+	}{
+		{spec.ClusterPermissions, "lvms-operator", "cbt.storage.k8s.io", "snapshotmetadataservices", "patch"},
+		{spec.Permissions, "lvms-operator", "apps", "deployments", "create"},
+		{spec.ClusterPermissions, sa, "authentication.k8s.io", "tokenreviews", "create"},
+		{spec.ClusterPermissions, sa, "topolvm.io", "logicalvolumes", "watch"},
+		{spec.Permissions, sa, "", "pods", "list"},
+	} {
+		if !allows(tt.perms, tt.account, tt.group, tt.res, tt.verb) {
+			t.Errorf("the CSV does not let %s %s %s.%s", tt.account, tt.verb, tt.res, tt.group)
+		}
+	}
+	for _, w := range bundle.CSV.Spec.WebhookDefinitions {
+		if w.GenerateName == "pod-hook.topolvm.io" {
+			t.Errorf("the CSV has the scheduler extender's pod webhook")
+		}
 	}
 }
 

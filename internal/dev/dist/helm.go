@@ -19,14 +19,10 @@ const (
 
 // sidecarValues maps the container names of the CSI sidecars to their key under .Values.sidecars.
 var sidecarValues = map[string]string{
-	"csi-provisioner":       "provisioner",
-	"csi-resizer":           "resizer",
-	"csi-snapshotter":       "snapshotter",
-	"csi-snapshot-metadata": "snapshotMetadata",
+	"csi-provisioner": "provisioner",
+	"csi-resizer":     "resizer",
+	"csi-snapshotter": "snapshotter",
 }
-
-// componentSidecars are the sidecars only a component runs: without the component, no value.
-var componentSidecars = map[string]bool{"csi-snapshot-metadata": true}
 
 // imageRef is an image reference split into repository, tag and digest.
 type imageRef struct{ repository, tag, digest string }
@@ -58,8 +54,7 @@ func chartFiles(inst *Install, o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := v.ordered[len(v.ordered)-1]
-	values, err := chartValues(deploy, components, all)
+	values, err := chartValues(deploy, components)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +123,7 @@ func templatize(obj map[string]any, namespace string) {
 }
 
 func templatizeContainer(c map[string]any, name string) {
-	if name == operatorContainer || name == extenderContainer || name == snapshotMetadataProxy {
+	if name == operatorContainer || name == extenderContainer {
 		c["image"] = tplImage
 		c["imagePullPolicy"] = tplPolicy
 		return
@@ -159,12 +154,11 @@ func containerImages(objs []*unstructured.Unstructured) (map[string]string, erro
 	return images, nil
 }
 
-// chartValues is values.yaml: the defaults are the images of the operator's Deployment and of the
-// components' Deployments (all, the install with every component).
-func chartValues(deploy *unstructured.Unstructured, components []Component, all []*unstructured.Unstructured) (
-	string, error,
-) {
-	images, err := containerImages(all)
+// chartValues is values.yaml: the defaults are the images of the operator's Deployment. The
+// components run no image of their own (the extender runs the lvms image; the snapshot metadata
+// sidecar's Deployment is the operator's), so they add only their <Value>.enabled.
+func chartValues(deploy *unstructured.Unstructured, components []Component) (string, error) {
+	images, err := containerImages([]*unstructured.Unstructured{deploy})
 	if err != nil {
 		return "", err
 	}
@@ -192,14 +186,11 @@ func chartValues(deploy *unstructured.Unstructured, components []Component, all 
 		b.WriteString(c.Value + ":\n  enabled: false\n")
 	}
 	b.WriteString(
-		"# The standard kubernetes-csi sidecars beside the operator (and those of the components).\nsidecars:\n",
+		"# The standard kubernetes-csi sidecars beside the operator.\nsidecars:\n",
 	)
 	for _, name := range sortedKeys(sidecarValues) {
 		img, ok := images[name]
-		switch {
-		case !ok && componentSidecars[name]:
-			continue
-		case !ok:
+		if !ok {
 			return "", fmt.Errorf("deployment %s has no container %q", deploy.GetName(), name)
 		}
 		fmt.Fprintf(&b, "  %s: %s\n", sidecarValues[name], img)

@@ -32,21 +32,29 @@ const (
 // operatorContainer is the operator's container in the Deployment.
 const operatorContainer = "operator"
 
-// bundleKinds are the kinds of the install and what the bundle does with each: OLM creates the
-// namespace (OperatorGroup), the service accounts, the RBAC (from the CSV's permissions), the
-// webhook Service and configuration (from webhookdefinitions, with a certificate it manages, so
-// the Secret the self-signed mode keeps its certificate in is left out). The other Services and the
-// ClusterRoles nothing binds travel as manifests of their own (extraManifests). The admission
-// policy that keeps each node agent to its own node (config/policy) is left out: OLM creates no
-// admission policies from a bundle, so under OLM the node agent is bounded by its RBAC alone
-// (docs/rbac.md says how to add the policy by hand).
+// bundleKinds are the kinds of the bundle's install (config/default with the snapshot metadata
+// component, bundleInstall) and what the bundle does with each: OLM creates the namespace
+// (OperatorGroup), the service accounts, the RBAC (from the CSV's permissions: OLM creates every
+// service account they name, lvms-snapshot-metadata too, which no CSV deployment runs), the webhook
+// Service and configuration (from webhookdefinitions, with a certificate it manages, so the Secret
+// the self-signed mode keeps its certificate in is left out). The other Services (the metrics
+// Services, lvms-snapshot-metadata) and the ClusterRoles nothing binds travel as manifests of their
+// own (extraManifests). The admission policy that keeps each node agent to its own node
+// (config/policy) is left out: OLM creates no admission policies from a bundle, so under OLM the
+// node agent is bounded by its RBAC alone (docs/rbac.md says how to add the policy by hand).
 var bundleKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "Role", "ClusterRole",
 	"RoleBinding", "ClusterRoleBinding", "Service", "Secret", "Deployment", "ValidatingWebhookConfiguration",
 	"MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
-// bundleFiles renders the OLM bundle (registry+v1): the ClusterServiceVersion, the CRDs and the
-// annotations.
+// bundleFiles renders the OLM bundle (registry+v1) of bundleInstall: the ClusterServiceVersion, the
+// CRDs, the extra manifests and the annotations. The scheduler extender stays out of the bundle (it
+// needs kube-scheduler configured by hand); the snapshot metadata service is in it, off until the
+// Subscription turns it on (bundleInstall).
 func bundleFiles(inst *Install, o Options, sample []byte) (map[string][]byte, error) {
+	inst, err := bundleInstall(inst, o)
+	if err != nil {
+		return nil, err
+	}
 	for _, obj := range inst.Objects {
 		if !slices.Contains(bundleKinds, obj.GetKind()) {
 			return nil, fmt.Errorf(
@@ -152,7 +160,7 @@ func clusterServiceVersion(inst *Install, o Options, sample []byte) (*operatorsv
 	if err != nil {
 		return nil, fmt.Errorf("version %q: %w", o.Version, err)
 	}
-	deploy, err := bundleDeployment(inst)
+	deploy, err := bundleDeployment(inst, o)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +199,7 @@ func clusterServiceVersion(inst *Install, o Options, sample []byte) (*operatorsv
 		}},
 		Spec: csvSpec(v, strategy, owned, webhooks),
 	}
+	csv.Spec.RelatedImages = relatedImages(deploy)
 	return csv, nil
 }
 
@@ -244,8 +253,9 @@ const webhookCertVolume = "webhook-cert"
 
 // bundleDeployment is the operator Deployment as OLM runs it: OLM issues the webhook certificate
 // and mounts it where controller-runtime looks, so the operator must not issue its own, and the
-// Secret volume that would carry it (and clash with OLM's mount) is left out.
-func bundleDeployment(inst *Install) (*appsv1.Deployment, error) {
+// Secret volume that would carry it (and clash with OLM's mount) is left out. The operator
+// container is changed by operatorUnderOLM.
+func bundleDeployment(inst *Install, o Options) (*appsv1.Deployment, error) {
 	u, err := inst.one("Deployment")
 	if err != nil {
 		return nil, err
@@ -264,10 +274,7 @@ func bundleDeployment(inst *Install) (*appsv1.Deployment, error) {
 			func(m corev1.VolumeMount) bool { return m.Name == webhookCertVolume },
 		)
 		if c.Name == operatorContainer {
-			c.Args = append(
-				slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--webhook-cert-mode") }),
-				"--webhook-cert-mode=external",
-			)
+			operatorUnderOLM(c, o.SnapshotMetadataComponent != "")
 			found = true
 		}
 	}
@@ -275,6 +282,52 @@ func bundleDeployment(inst *Install) (*appsv1.Deployment, error) {
 		return nil, fmt.Errorf("deployment %s has no container %q", d.Name, operatorContainer)
 	}
 	return d, nil
+}
+
+// operatorUnderOLM changes the operator container for OLM: the webhook certificate is OLM's
+// (--webhook-cert-mode=external), and the snapshot metadata service is off by default. The bundle
+// carries its objects (snapshotMetadata: bundleInstall) but drops --snapshot-metadata, which the
+// component adds: under OLM a Subscription turns the service on with spec.config.env
+// LVMS_SNAPSHOT_METADATA=true (the flag's default follows it), OLM's one switch per install. With
+// the service, RELATED_IMAGE_SNAPSHOT_METADATA names its sidecar's image (unless config/ sets it
+// already), so that the image spec.relatedImages lists is the one the operator runs, and tools
+// that pin or mirror a bundle's images change both.
+func operatorUnderOLM(c *corev1.Container, snapshotMetadata bool) {
+	c.Args = slices.DeleteFunc(c.Args, func(a string) bool {
+		return strings.HasPrefix(a, "--webhook-cert-mode") ||
+			a == snapshotMetadataFlag || strings.HasPrefix(a, snapshotMetadataFlag+"=")
+	})
+	c.Args = append(c.Args, "--webhook-cert-mode=external")
+	if !snapshotMetadata ||
+		slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == snapshotMetadataImageEnv }) {
+		return
+	}
+	c.Env = append(c.Env, corev1.EnvVar{Name: snapshotMetadataImageEnv, Value: snapshotMetadataSidecarImage})
+}
+
+// relatedImages are the images the bundle runs, for tools that mirror or pin them: every container
+// image of the CSV's deployments and every image a RELATED_IMAGE_ variable of theirs names (the
+// images the operator runs in Deployments of its own), each once, named after its container or
+// variable.
+func relatedImages(d *appsv1.Deployment) []operatorsv1alpha1.RelatedImage {
+	var out []operatorsv1alpha1.RelatedImage
+	add := func(name, image string) {
+		listed := slices.ContainsFunc(out, func(r operatorsv1alpha1.RelatedImage) bool { return r.Image == image })
+		if image != "" && !listed {
+			out = append(out, operatorsv1alpha1.RelatedImage{Name: name, Image: image})
+		}
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		add(c.Name, c.Image)
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if name, ok := strings.CutPrefix(e.Name, relatedImagePrefix); ok {
+				add(strings.ReplaceAll(strings.ToLower(name), "_", "-"), e.Value)
+			}
+		}
+	}
+	return out
 }
 
 func containerImage(d *appsv1.Deployment) string {

@@ -32,8 +32,9 @@ type Options struct {
 	// leaves it out of the chart.
 	ExtenderComponent string
 	// SnapshotMetadataComponent is the kustomize component of the snapshot metadata service
-	// (config/components/snapshot-metadata): the chart's value snapshotMetadata.enabled; empty
-	// leaves it out of the chart.
+	// (config/components/snapshot-metadata): the chart's value snapshotMetadata.enabled, and in the
+	// OLM bundle, off until a Subscription sets LVMS_SNAPSHOT_METADATA=true (bundleInstall); empty
+	// leaves it out of both.
 	SnapshotMetadataComponent string
 }
 

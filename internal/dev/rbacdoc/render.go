@@ -31,8 +31,9 @@ the service accounts, leader election and the role of the CSI sidecars are writt
   status, patches its Node's capacity annotations and records events. It has no access to Secrets,
   Pods, workloads, StorageClasses or RBAC objects.
 - **Operator** (` + "`lvms-operator`" + `, the Deployment): turns the LVMCluster into its operands (the node
-  agent DaemonSet, LVMVolumeGroups, StorageClasses, VolumeSnapshotClasses, the CSIDriver and, on
-  OpenShift, SecurityContextConstraints), keeps the self-managed webhook certificate in a Secret of
+  agent DaemonSet, LVMVolumeGroups, StorageClasses, VolumeSnapshotClasses, the CSIDriver, on
+  OpenShift SecurityContextConstraints, and with changed block tracking the Deployment of the
+  snapshot metadata endpoint, hence its write access to Deployments in its namespace), keeps the self-managed webhook certificate in a Secret of
   its own namespace (it can read every Secret there: the certificate rotator watches the
   namespace's Secrets, so keep no other Secrets in it) and injects its CA into the webhook
   configurations, reads its own Pod for its
