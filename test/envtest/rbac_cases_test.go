@@ -142,8 +142,12 @@ func operatorCases() []privilegeCase {
 		deny("patch", "", "nodes", ""),
 		deny("delete", "", "nodes", ""),
 		deny("update", "", "nodes/status", ""),
-		// No workloads besides the node agent DaemonSet, no new webhooks, no CRD changes.
-		deny("create", "apps", "deployments", ns),
+		// Workloads only in its namespace: the node agent DaemonSet and, with changed block
+		// tracking, the snapshot metadata endpoint's Deployment; no Pods of its own, no new
+		// webhooks, no CRD changes.
+		allow("create", "apps", "deployments", ns),
+		deny("create", "apps", "deployments", "kube-system"),
+		deny("delete", "apps", "deployments", "default"),
 		deny("create", "", "pods", ns),
 		deny("create", webhookGroup, "validatingwebhookconfigurations", ""),
 		deny("delete", webhookGroup, "validatingwebhookconfigurations", ""),
