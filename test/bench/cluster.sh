@@ -7,7 +7,8 @@
 # (<class>/result.json, table.txt, phases.svg, cdf.svg, and summary.txt with both tables), and tears
 # the cluster down whatever happens (a trap), failing when anything of it is left.
 #
-# Environment: CLAIMS (1), NODES (2); BENCH_STATE_DIR (default
+# Environment: CLAIMS (1), NODES (2); SCALE (e.g. 0,100,1000: instead of the claims, the scale mode,
+# LogicalVolumes of SCALE_SIZE, default 32Mi, of the thin class on one node); BENCH_STATE_DIR (default
 # ${XDG_CACHE_HOME:-~/.cache}/lvms/bench-cluster); BENCH_ARGS, extra flags for bench-cluster (e.g.
 # "--with-snapshots --concurrency 5"); BENCH_KEEP=1 leaves the cluster up. The nodes import the
 # images in _output/images (make images; make bench-cluster builds them first).
@@ -50,6 +51,13 @@ export KUBECONFIG="${STATE}/kubeconfig"
 log "cluster with ${NODES} nodes and LVMCluster bench Ready in $((SECONDS - start)) s"
 mkdir -p "${OUT}"
 failed=0
+if [[ -n "${SCALE:-}" ]]; then
+	# The scale mode: LVs of the thin class on one node through the counts of SCALE, no claims.
+	# shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
+	"${BIN}/bench-cluster" --storage-class lvms-thin --scale-lvs "${SCALE}" --size "${SCALE_SIZE:-32Mi}" \
+		--results "${OUT}/scale" ${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1
+	exit "${failed}"
+fi
 for class in lvms-thin lvms-thick; do
 	# shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
 	"${BIN}/bench-cluster" --storage-class "${class}" --claims "${CLAIMS}" --nodes "${NODES}" \

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
 
@@ -53,6 +54,8 @@ type options struct {
 	timeout, claimTimeout                                     time.Duration
 	// ours is set when the StorageClass's provisioner is topolvm.io.
 	ours bool
+	// scaleLVs are the steps of the scale mode (--scale-lvs), none without it.
+	scaleLVs []int
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -78,8 +81,18 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "bound of the whole run")
 	fs.DurationVar(&o.claimTimeout, "claim-timeout", 10*time.Minute,
 		"bound of one claim's provisioning (PVC created to pod Running) and of its deletion")
+	scale := fs.String("scale-lvs", "",
+		"scale mode (lvms only): grow the LVs of --storage-class's device class on one node through these "+
+			"counts (e.g. 0,100,1000; LogicalVolumes of --size, no claims) and read RSS and node agent start → Ready "+
+			"at each")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("flags: %w", err)
+	}
+	if *scale != "" {
+		var err error
+		if o.scaleLVs, err = parseScale(*scale); err != nil {
+			return nil, err
+		}
 	}
 	if o.claims < 1 {
 		return nil, errors.New("--claims must be at least 1")
@@ -108,7 +121,11 @@ func mainCode() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+	runner := run
+	if len(o.scaleLVs) > 0 {
+		runner = runScale
+	}
+	if err := runner(ctx, o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-cluster:", err)
 		return 1
 	}
@@ -134,6 +151,9 @@ func connect(o *options) (*clients, *rest.Config, error) {
 		return nil, nil, fmt.Errorf("scheme: %w", err)
 	}
 	if err := lvmv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, nil, fmt.Errorf("scheme: %w", err)
+	}
+	if err := topolvmv1.AddToScheme(scheme); err != nil {
 		return nil, nil, fmt.Errorf("scheme: %w", err)
 	}
 	cl := &clients{}

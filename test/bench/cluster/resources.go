@@ -173,7 +173,8 @@ func (p *resourceProbe) read(ctx context.Context, set func(u *resourceUsage, m p
 			continue
 		}
 		script := fmt.Sprintf("curl -sSkf -H 'Authorization: Bearer %s' https://%s:%d/metrics | "+
-			"grep -E '^(process_resident_memory_bytes|process_cpu_seconds_total|lvms_host_commands_total|"+
+			"grep -E '^(process_resident_memory_bytes|process_cpu_seconds_total|go_memstats_heap_inuse_bytes|"+
+			"lvms_host_commands_total|"+
 			"lvms_host_command_duration_seconds_sum)[ {]'", p.token, pod.Status.PodIP, metricsPort)
 		out, err := demo.AgentExec(ctx, p.cfg, p.c, p.cs, p.o.operatorNamespace, pod.Spec.NodeName, script)
 		if err != nil {
@@ -192,6 +193,8 @@ func (p *resourceProbe) read(ctx context.Context, set func(u *resourceUsage, m p
 // processMetrics are the figures read from one metrics endpoint.
 type processMetrics struct {
 	rss, cpu float64
+	// heap is go_memstats_heap_inuse_bytes: the part of rss that is Go heap in use.
+	heap float64
 	// commands are lvms_host_commands_total by "command/result".
 	commands map[string]float64
 }
@@ -223,6 +226,8 @@ func parseProcessMetrics(out string) processMetrics {
 			m.rss = v
 		case "process_cpu_seconds_total":
 			m.cpu = v
+		case "go_memstats_heap_inuse_bytes":
+			m.heap = v
 		default:
 			if c := hostCommandRE.FindStringSubmatch(f[0]); c != nil {
 				key := c[2] + "/" + c[3]
