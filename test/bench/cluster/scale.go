@@ -109,6 +109,7 @@ func runScale(ctx context.Context, o *options, stdout, log io.Writer) error {
 			return errors.Join(err, s.deleteAll(context.WithoutCancel(ctx), r, log))
 		}
 		r.Steps = append(r.Steps, step)
+		fmt.Fprintln(log, "  "+step.line())
 	}
 	if err := s.deleteAll(ctx, r, log); err != nil {
 		return err
@@ -338,26 +339,33 @@ func (s *scaler) deleteAll(ctx context.Context, r *scaleResult, log io.Writer) e
 	return nil
 }
 
+// mib formats bytes as MiB.
+func mib(v float64) string { return fmt.Sprintf("%.1f", v/(1<<20)) }
+
+// line is the step's row of the table.
+func (st scaleStep) line() string {
+	readings := func(rs []scaleReading) string {
+		var parts []string
+		for _, x := range rs {
+			name := "operator"
+			if strings.HasPrefix(x.Pod, lvmcluster.NodeDaemonSetName+"-") {
+				name = "agent"
+			}
+			parts = append(parts, fmt.Sprintf("%s %s/%s", name, mib(x.RSSBytes), mib(x.HeapBytes)))
+		}
+		return strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("%6d %9.1fs  %-44s %-44s %.0f s", st.LVs, st.CreateSeconds, readings(st.Before),
+		readings(st.After), st.StartToReadySeconds)
+}
+
 // writeScale prints the steps and the deletion, and writes scale.json under dir.
 func writeScale(w io.Writer, dir string, r *scaleResult) error {
-	mib := func(v float64) string { return fmt.Sprintf("%.1f", v/(1<<20)) }
 	fmt.Fprintf(w, "LVs of %s (device class %s) on %s: RSS / Go heap in use, MiB\n", r.Size, r.DeviceClass, r.Node)
 	fmt.Fprintf(w, "%6s %10s  %-44s %-44s %s\n", "LVs", "create", "before the agent's restart",
 		"after it (new process)", "agent start→Ready")
 	for _, st := range r.Steps {
-		line := func(rs []scaleReading) string {
-			var parts []string
-			for _, x := range rs {
-				name := "operator"
-				if strings.HasPrefix(x.Pod, lvmcluster.NodeDaemonSetName+"-") {
-					name = "agent"
-				}
-				parts = append(parts, fmt.Sprintf("%s %s/%s", name, mib(x.RSSBytes), mib(x.HeapBytes)))
-			}
-			return strings.Join(parts, ", ")
-		}
-		fmt.Fprintf(w, "%6d %9.1fs  %-44s %-44s %.0f s\n", st.LVs, st.CreateSeconds, line(st.Before),
-			line(st.After), st.StartToReadySeconds)
+		fmt.Fprintln(w, st.line())
 	}
 	if d := r.DeleteSeconds; len(d) > 0 {
 		fmt.Fprintf(w, "deletion of %d LogicalVolumes at once, delete → gone: p50 %.1f s, p90 %.1f s, p99 %.1f s, "+
