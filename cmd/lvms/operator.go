@@ -121,7 +121,7 @@ func newOperatorCommand() *cobra.Command {
 	fl.BoolVar(&f.podMutatingWebhook, podMutatingWebhookFlag, false,
 		"serve TopoLVM's pod webhook at "+lvmswebhook.PodMutatorPath+": annotate pods with unbound topolvm.io claims "+
 			"for the scheduler extender (lvms scheduler); needs its MutatingWebhookConfiguration")
-	fl.BoolVar(&f.snapshotMetadata, snapshotMetadataFlag, envOr(snapshotMetadataEnv, "") == "true",
+	fl.BoolVar(&f.snapshotMetadata, snapshotMetadataFlag, os.Getenv(snapshotMetadataEnv) == "true",
 		"changed block tracking: issue the certificates of the node agents' snapshot metadata endpoints, of "+
 			"`lvms snapshot-metadata` and of the external-snapshot-metadata sidecar, make the node agents serve, run "+
 			"the sidecar's Deployment "+lvmcluster.SnapshotMetadataName+" and apply the SnapshotMetadataService "+

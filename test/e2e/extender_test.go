@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -74,7 +75,7 @@ func TestSchedulerExtender(t *testing.T) {
 			)
 		}
 	}
-	t.Logf("extender log lines about the test's pods:\n%s", linesContaining(logs, e.ns+"/"))
+	t.Logf("extender log lines about the test's pods:\n%s", linesMatching(logs, regexp.QuoteMeta(e.ns+"/")))
 }
 
 // checkMutated checks that the pod webhook gave pod the annotation of the thick class (the claim's
@@ -123,14 +124,4 @@ func (e *env) podLogs(name, container string) (string, error) {
 		b.Write(raw)
 	}
 	return b.String(), nil
-}
-
-func linesContaining(s, substr string) string {
-	var out []string
-	for l := range strings.SplitSeq(s, "\n") {
-		if strings.Contains(l, substr) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

@@ -6,7 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -145,20 +144,8 @@ func applySnapshotMetadata(ctx context.Context, s *scope) error {
 }
 
 // removeSnapshotMetadata deletes the endpoint's Deployment if the operator made it for this
-// LVMCluster; one of the same name without its labels is someone else's and stays.
+// LVMCluster (it carries the LVMCluster's labels, as every operand does); one of the same name
+// without them is someone else's and stays.
 func removeSnapshotMetadata(ctx context.Context, s *scope) (bool, error) {
-	d := &appsv1.Deployment{}
-	err := s.client.Get(ctx, client.ObjectKey{Namespace: s.opts.Namespace, Name: SnapshotMetadataName}, d)
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("get Deployment %s/%s: %w", s.opts.Namespace, SnapshotMetadataName, err)
-	}
-	for k, v := range ownerLabels(s.cluster) {
-		if d.Labels[k] != v {
-			return true, nil
-		}
-	}
-	return deleteObject(ctx, s.client, d)
+	return removeLabelled(&appsv1.DeploymentList{}, client.InNamespace(s.opts.Namespace))(ctx, s)
 }

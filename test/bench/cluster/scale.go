@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -151,31 +150,14 @@ func (s *scaler) step(ctx context.Context, n int, log io.Writer) (scaleStep, err
 
 // grow creates LogicalVolumes up to n, 20 at a time, and waits until every one has its LV.
 func (s *scaler) grow(ctx context.Context, n int) error {
-	sem := make(chan struct{}, 20)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for i := s.created; i < n; i++ {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := s.create(ctx, i); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	err := forRange(ctx, s.created, n, 20, s.create)
 	s.created = max(s.created, n)
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return err
 	}
 	var done int
 	var why string
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, s.o.claimTimeout+time.Duration(n)*time.Second, true,
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, s.o.claimTimeout+time.Duration(n)*time.Second, true,
 		func(ctx context.Context) (bool, error) {
 			var err error
 			done, why, err = s.withLV(ctx)

@@ -31,16 +31,23 @@ func claimName(i int) string { return fmt.Sprintf("bench-%04d", i) }
 
 // forEach runs fn for claims 0..n-1 with at most o.concurrency at once and joins their errors.
 func (w *workload) forEach(ctx context.Context, fn func(ctx context.Context, i int) error) error {
-	sem := make(chan struct{}, max(w.o.concurrency, 1))
+	return forRange(ctx, 0, w.o.claims, max(w.o.concurrency, 1), fn)
+}
+
+// forRange runs fn for each i in [from, to), at most limit at once, and joins their errors; once
+// ctx ends it starts no more.
+func forRange(ctx context.Context, from, to, limit int, fn func(ctx context.Context, i int) error) error {
+	sem := make(chan struct{}, limit)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
-	for i := range w.o.claims {
+	for i := from; i < to; i++ {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
+			wg.Wait() // errs is complete only once the started calls are done
 			return errors.Join(append(errs, context.Cause(ctx))...)
 		}
 		wg.Go(func() {
