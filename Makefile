@@ -136,10 +136,10 @@ e2e: ## End-to-end suite on a fresh 2-node dev cluster (lvms-dev up), torn down 
 	bash hack/e2e.sh
 
 .PHONY: bench-cluster
-bench-cluster: ## Provisioning benchmark (thin and thick) on a fresh dev cluster, torn down after (CLAIMS=1 NODES=2; SCALE=0,100,1000 for the LVs-per-node run; docs/performance.md).
+bench-cluster: ## Provisioning benchmark (thin and thick) on a fresh dev cluster, torn down after (CLAIMS=1 NODES=2; SCALE=0,100,1000 for the LVs-per-node run; PROFILE=N s of CPU profiles; docs/performance.md).
 	$(MAKE) images
 	bash hack/uml-deps.sh
-	CLAIMS="$(or $(CLAIMS),1)" NODES="$(or $(NODES),2)" SCALE="$(SCALE)" bash test/bench/cluster.sh
+	CLAIMS="$(or $(CLAIMS),1)" NODES="$(or $(NODES),2)" SCALE="$(SCALE)" PROFILE="$(or $(PROFILE),0)" bash test/bench/cluster.sh
 
 .PHONY: test-rules
 test-rules: ## promtool check + unit tests of every alert (test/prometheus) on dist/prometheus-rules.yaml (promtool built into the cache).

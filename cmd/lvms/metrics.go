@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 
@@ -23,16 +25,34 @@ const (
 	metricsKeyFile  = "tls.key"
 )
 
+// profilingFlag serves Go's runtime profiles (net/http/pprof) under profilePath on the metrics
+// endpoint, behind the same authentication and authorization as /metrics: a client needs get on
+// the non-resource URL, which ClusterRole lvms-profile-reader grants (config/rbac). The operator
+// passes its own setting on to the node agents. Off by default; profilingEnv sets the default.
+const (
+	profilingFlag = "profiling"
+	profilingEnv  = "LVMS_PROFILING"
+	profilePath   = "/debug/pprof/"
+
+	profilingUsage = "serve Go's runtime profiles (pprof) at " + profilePath + " on the metrics endpoint, for " +
+		"clients allowed to get that non-resource URL (ClusterRole lvms-profile-reader); default: true if $" +
+		profilingEnv + " is \"true\""
+)
+
 // metricsOptions configures the metrics server of the operator and of the node agent alike: HTTPS
 // on bindAddress ("0" disables it), and /metrics only for authenticated clients allowed to get it.
 // With certDir empty the server generates a self-signed certificate in memory at start; otherwise
-// it serves tls.crt and tls.key from certDir (reloaded when they change), which must exist.
-func metricsOptions(bindAddress, certDir string) (metricsserver.Options, error) {
+// it serves tls.crt and tls.key from certDir (reloaded when they change), which must exist. With
+// profiling the server also serves the pprof handlers under profilePath, filtered alike.
+func metricsOptions(bindAddress, certDir string, profiling bool) (metricsserver.Options, error) {
 	opts := metricsserver.Options{
 		BindAddress:    bindAddress,
 		SecureServing:  true,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
 		TLSOpts:        []func(*tls.Config){disableHTTP2},
+	}
+	if profiling {
+		opts.ExtraHandlers = profileHandlers()
 	}
 	if certDir == "" {
 		return opts, nil
@@ -46,6 +66,19 @@ func metricsOptions(bindAddress, certDir string) (metricsserver.Options, error) 
 	}
 	opts.CertDir, opts.CertName, opts.KeyName = certDir, metricsCertFile, metricsKeyFile
 	return opts, nil
+}
+
+// profileHandlers are net/http/pprof's handlers as its init registers them on the default mux
+// (which the product never serves): the index answers every named profile (heap, goroutine,
+// allocs, block, mutex, threadcreate) below profilePath.
+func profileHandlers() map[string]http.Handler {
+	return map[string]http.Handler{
+		profilePath:             http.HandlerFunc(pprof.Index),
+		profilePath + "cmdline": http.HandlerFunc(pprof.Cmdline),
+		profilePath + "profile": http.HandlerFunc(pprof.Profile),
+		profilePath + "symbol":  http.HandlerFunc(pprof.Symbol),
+		profilePath + "trace":   http.HandlerFunc(pprof.Trace),
+	}
 }
 
 // disableHTTP2 offers HTTP/1.1 only, as LVMS and kubebuilder's scaffold do for their metrics

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -32,6 +33,8 @@ const (
 	metricsTestNamespace = "lvms-system"
 	// metricsReaderRole is the ClusterRole of config/rbac/metrics_reader_role.yaml.
 	metricsReaderRole = "lvms-metrics-reader"
+	// profileReaderRole is the ClusterRole of config/rbac/profile_reader_role.yaml.
+	profileReaderRole = "lvms-profile-reader"
 	// markerMetric is registered by the test so that a served /metrics is recognised.
 	markerMetric = "lvms_metrics_test_marker"
 )
@@ -39,8 +42,8 @@ const (
 // rbacFiles are the install's RBAC objects the test applies: the generated roles of the operator
 // and the node agent, the reader ClusterRole, the service accounts and their bindings.
 var rbacFiles = []string{
-	"operator/role.yaml", "node/role.yaml", "metrics_reader_role.yaml", "service_accounts.yaml",
-	"role_bindings.yaml",
+	"operator/role.yaml", "node/role.yaml", "metrics_reader_role.yaml", "profile_reader_role.yaml",
+	"service_accounts.yaml", "role_bindings.yaml",
 }
 
 // TestMetricsEndpointAuthorization starts the metrics server as the operator and as the node agent
@@ -61,38 +64,82 @@ func TestMetricsEndpointAuthorization(t *testing.T) {
 	for _, f := range rbacFiles {
 		applyFile(ctx, t, k8s, filepath.Join("..", "..", "config", "rbac", f))
 	}
-	for _, sa := range []string{"scraper", "stranger"} {
+	for _, sa := range []string{"scraper", "stranger", "profiler"} {
 		obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metricsTestNamespace, Name: sa}}
 		if err := k8s.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "scraper-reads-lvms-metrics"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
-		Subjects: []rbacv1.Subject{
-			{Kind: rbacv1.ServiceAccountKind, Namespace: metricsTestNamespace, Name: "scraper"},
-		},
-	}
-	if err := k8s.Create(ctx, binding); err != nil {
-		t.Fatal(err)
-	}
+	bindClusterRole(ctx, t, k8s, metricsReaderRole, "scraper")
+	bindClusterRole(ctx, t, k8s, profileReaderRole, "profiler")
 	registerMarkerMetric(t)
 	scraper, stranger := saToken(ctx, t, k8s, "scraper"), saToken(ctx, t, k8s, "stranger")
+	profiler := saToken(ctx, t, k8s, "profiler")
 
 	for _, server := range []struct{ name, serviceAccount string }{
 		{name: "operator", serviceAccount: "lvms-operator"},
 		{name: "node agent", serviceAccount: "lvms-node"},
 	} {
 		t.Run(server.name, func(t *testing.T) {
-			opts, err := metricsOptions("127.0.0.1:0", "")
+			identity := rest.AnonymousClientConfig(cfg)
+			identity.BearerToken = saToken(ctx, t, k8s, server.serviceAccount)
+			for _, profiling := range []bool{false, true} {
+				opts, err := metricsOptions("127.0.0.1:0", "", profiling)
+				if err != nil {
+					t.Fatal(err)
+				}
+				addr := startMetricsServer(t, opts, identity)
+				checkScrapes(t, addr, scraper, stranger)
+				checkProfiles(t, addr, profiling, scraper, stranger, profiler)
+			}
+		})
+	}
+}
+
+// bindClusterRole binds the ClusterRole to a service account of the test namespace.
+func bindClusterRole(ctx context.Context, t *testing.T, k8s client.Client, role, serviceAccount string) {
+	t.Helper()
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: serviceAccount + "-" + role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{
+			{Kind: rbacv1.ServiceAccountKind, Namespace: metricsTestNamespace, Name: serviceAccount},
+		},
+	}
+	if err := k8s.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkProfiles requests the heap profile from the server at addr: only with profiling, and then
+// only for a service account bound to lvms-profile-reader (a metrics reader is refused).
+func checkProfiles(t *testing.T, addr string, profiling bool, scraper, stranger, profiler string) {
+	t.Helper()
+	tests := []struct {
+		name, token string
+		wantStatus  int
+	}{
+		{name: "no token", wantStatus: http.StatusUnauthorized},
+		{name: "bound to " + metricsReaderRole, token: scraper, wantStatus: http.StatusForbidden},
+		{name: "bound to nothing", token: stranger, wantStatus: http.StatusForbidden},
+		{name: "bound to " + profileReaderRole, token: profiler, wantStatus: http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("profiling=%v/%s", profiling, tt.name), func(t *testing.T) {
+			status, body, err := scrape(t.Context(), "https://"+addr+profilePath+"heap?debug=1", tt.token)
 			if err != nil {
 				t.Fatal(err)
 			}
-			identity := rest.AnonymousClientConfig(cfg)
-			identity.BearerToken = saToken(ctx, t, k8s, server.serviceAccount)
-			addr := startMetricsServer(t, opts, identity)
-			checkScrapes(t, addr, scraper, stranger)
+			want := tt.wantStatus
+			if !profiling {
+				want = http.StatusNotFound
+			}
+			if status != want {
+				t.Fatalf("status %d, want %d; body %.200q", status, want, body)
+			}
+			if served := strings.Contains(body, "heap profile:"); served != (status == http.StatusOK) {
+				t.Fatalf("status %d, body is a heap profile: %v", status, served)
+			}
 		})
 	}
 }

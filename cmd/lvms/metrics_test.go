@@ -91,7 +91,7 @@ func TestMetricsOptions(t *testing.T) {
 	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := metricsOptions(tt.addr, tt.certDir)
+			opts, err := metricsOptions(tt.addr, tt.certDir, false)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("metricsOptions() error = %v, want one naming %s", err, tt.wantErr)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,7 @@ type nodeFlags struct {
 	commandTimeout         time.Duration
 	metricsAddr, probeAddr string
 	metricsCertDir         string
+	profiling              bool
 	snapMetaAddr           string
 	snapMetaCertDir        string
 }
@@ -64,6 +66,7 @@ func newNodeCommand() *cobra.Command {
 		"metrics address, HTTPS with Kubernetes authentication and authorization (0 disables)")
 	fl.StringVar(&f.metricsCertDir, "metrics-cert-dir", "",
 		"directory with tls.crt and tls.key for the metrics server (default: a self-signed certificate)")
+	fl.BoolVar(&f.profiling, profilingFlag, os.Getenv(profilingEnv) == "true", profilingUsage)
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":9808", "health probe address (/healthz)")
 	fl.StringVar(&f.snapMetaAddr, "snapshot-metadata-address", "",
 		"address of the node's CSI SnapshotMetadata endpoint (changed block tracking of thin classes, "+
@@ -83,7 +86,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if err != nil {
 		return err
 	}
-	metrics, err := metricsOptions(f.metricsAddr, f.metricsCertDir)
+	metrics, err := metricsOptions(f.metricsAddr, f.metricsCertDir, f.profiling)
 	if err != nil {
 		return err
 	}

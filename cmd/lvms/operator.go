@@ -41,6 +41,7 @@ type operatorFlags struct {
 	livenessProbeImage string
 	metricsAddr        string
 	metricsCertDir     string
+	profiling          bool
 	probeAddr          string
 	leaderElect        bool
 	leaseDuration      time.Duration
@@ -112,6 +113,8 @@ func newOperatorCommand() *cobra.Command {
 		"metrics address, HTTPS with Kubernetes authentication and authorization (0 disables)")
 	fl.StringVar(&f.metricsCertDir, "metrics-cert-dir", "",
 		"directory with tls.crt and tls.key for the metrics server (default: a self-signed certificate)")
+	fl.BoolVar(&f.profiling, profilingFlag, os.Getenv(profilingEnv) == "true", profilingUsage+
+		"; the operator passes it on to the node agents")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fl.BoolVar(&f.releaseVolumes, noderemoval.ReleaseVolumesFlag, false,
 		"let LogicalVolumes of deleted Nodes finish deleting (their LVs, if the disks come back, are orphans)")
@@ -218,7 +221,7 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	if err != nil {
 		return err
 	}
-	metrics, err := metricsOptions(f.metricsAddr, f.metricsCertDir)
+	metrics, err := metricsOptions(f.metricsAddr, f.metricsCertDir, f.profiling)
 	if err != nil {
 		return err
 	}
@@ -272,6 +275,7 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 		Namespace: f.namespace, NodeImage: f.nodeImage, ImagePullPolicy: corev1.PullPolicy(f.pullPolicy),
 		RegistrarImage: f.registrarImage, LivenessProbeImage: f.livenessProbeImage, ClusterID: cluster,
 		SnapshotMetadata: f.snapshotMetadata, SnapshotMetadataSidecarImage: f.snapshotMetadataSidecarImage,
+		Profiling: f.profiling,
 	})
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)

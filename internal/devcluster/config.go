@@ -38,6 +38,9 @@ type Config struct {
 	// SnapshotMetadata installs the product with the snapshot-metadata component, the
 	// SnapshotMetadataService CRD, and imports the sidecar's and the lister's images (snapmeta.go).
 	SnapshotMetadata bool `json:"snapshotMetadata,omitempty"`
+	// Profiling installs the product with the profiling component: the operator and the node
+	// agents serve Go's runtime profiles on their metrics endpoints.
+	Profiling bool `json:"profiling,omitempty"`
 }
 
 // nodeName is the name of guest node i.

@@ -59,6 +59,9 @@ func overlayComponents(cfg Config) (components []string, patches string) {
 	if cfg.SnapshotMetadata {
 		components = append(components, SnapshotMetadataComponent)
 	}
+	if cfg.Profiling {
+		components = append(components, ProfilingComponent)
+	}
 	return components, patches
 }
 

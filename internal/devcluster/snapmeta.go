@@ -11,6 +11,9 @@ package devcluster
 const (
 	// SnapshotMetadataComponent is the kustomize component the product overlay adds.
 	SnapshotMetadataComponent = "config/components/snapshot-metadata"
+	// ProfilingComponent is the kustomize component that turns on the operator's --profiling
+	// (lvms-dev up --profiling).
+	ProfilingComponent = "config/components/profiling"
 	// snapshotMetadataCRDs is the directory of the SnapshotMetadataService CRD in the CSI tools
 	// directory.
 	snapshotMetadataCRDs = "snapshot-metadata-crds"

@@ -95,6 +95,10 @@ func TestOverlayAndCRDs(t *testing.T) {
 			crds:       []string{"/repo/config/crd/bases", "/tools/snapshot-crds", "/tools/snapshot-metadata-crds"},
 		},
 		{
+			name: "profiling", cfg: Config{Profiling: true}, components: []string{ProfilingComponent},
+			crds: []string{"/repo/config/crd/bases", "/tools/snapshot-crds"},
+		},
+		{
 			name: "both", cfg: Config{SchedulerExtender: true, SnapshotMetadata: true},
 			components: []string{ExtenderComponent, SnapshotMetadataComponent}, patched: true,
 			crds: []string{"/repo/config/crd/bases", "/tools/snapshot-crds", "/tools/snapshot-metadata-crds"},
@@ -119,7 +123,7 @@ func TestOverlayAndCRDs(t *testing.T) {
 
 // TestComponentsExist: the components the overlay names are in the repository.
 func TestComponentsExist(t *testing.T) {
-	for _, c := range []string{ExtenderComponent, SnapshotMetadataComponent} {
+	for _, c := range []string{ExtenderComponent, SnapshotMetadataComponent, ProfilingComponent} {
 		if _, err := os.Stat(filepath.Join("..", "..", c, "kustomization.yaml")); err != nil {
 			t.Error(err)
 		}

@@ -40,6 +40,9 @@ type UpOptions struct {
 	// (config/components/snapshot-metadata) and the SnapshotMetadataService CRD, and imports the
 	// images of the external-snapshot-metadata sidecar and of snapshot-metadata-lister.
 	SnapshotMetadata bool
+	// Profiling installs the product with config/components/profiling (pprof on the metrics
+	// endpoints of the operator and the node agents).
+	Profiling bool
 	// Timeout bounds the wait for the cluster after the supervisor started.
 	Timeout time.Duration
 	// Out receives progress.
@@ -126,7 +129,7 @@ func resetState(l Layout) error {
 func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	cfg := Config{RepoDir: o.RepoDir, KubeAssets: o.KubeAssets, CSITools: o.CSITools, Nodes: o.Nodes,
 		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB, SchedulerExtender: o.SchedulerExtender,
-		SnapshotMetadata: o.SnapshotMetadata, LVMSDev: filepath.Join(l.Bin(), "lvms-dev"),
+		SnapshotMetadata: o.SnapshotMetadata, Profiling: o.Profiling, LVMSDev: filepath.Join(l.Bin(), "lvms-dev"),
 		GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
 	if cfg.MemoryMiB <= 0 {
 		cfg.MemoryMiB = DefaultMemoryMiB

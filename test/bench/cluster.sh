@@ -10,7 +10,10 @@
 # Environment: CLAIMS (1), NODES (2); SCALE (e.g. 0,100,1000: instead of the claims, the scale mode,
 # LogicalVolumes of SCALE_SIZE, default 32Mi, of the thin class on one node); BENCH_STATE_DIR (default
 # ${XDG_CACHE_HOME:-~/.cache}/lvms/bench-cluster); BENCH_ARGS, extra flags for bench-cluster (e.g.
-# "--with-snapshots --concurrency 5"); BENCH_KEEP=1 leaves the cluster up. The nodes import the
+# "--with-snapshots --concurrency 5"); PROFILE=N (0: off) installs the product with --profiling
+# (config/components/profiling) and takes N s of CPU profiles of the operator and the node agents
+# from the start of each class's claims, and a heap profile after them, into
+# <class>/profiles/<pod>.{cpu,heap}.pb.gz (`go tool pprof`); BENCH_KEEP=1 leaves the cluster up. The nodes import the
 # images in _output/images (make images; make bench-cluster builds them first).
 set -euo pipefail
 
@@ -44,7 +47,10 @@ kubectl="$(bash hack/kube-assets.sh | tail -1)/kubectl"
 trap finish EXIT
 "${BIN}/lvms-dev" down --state-dir "${STATE}" >/dev/null 2>&1 || true
 start=${SECONDS}
-"${BIN}/lvms-dev" up --state-dir "${STATE}" --nodes "${NODES}" --disks 2 --disk-size 8 >&2
+PROFILE="${PROFILE:-0}"
+up_args=()
+[[ "${PROFILE}" -gt 0 ]] && up_args+=(--profiling)
+"${BIN}/lvms-dev" up --state-dir "${STATE}" --nodes "${NODES}" --disks 2 --disk-size 8 "${up_args[@]}" >&2
 export KUBECONFIG="${STATE}/kubeconfig"
 "${kubectl}" apply --server-side -f test/bench/lvmcluster.yaml >&2
 "${kubectl}" wait -n lvms-system lvmcluster/bench --for=jsonpath='{.status.state}'=Ready --timeout=15m >&2
@@ -61,6 +67,6 @@ fi
 for class in lvms-thin lvms-thick; do
 	# shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
 	"${BIN}/bench-cluster" --storage-class "${class}" --claims "${CLAIMS}" --nodes "${NODES}" \
-		--results "${OUT}/${class}" ${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1
+		--profile-seconds "${PROFILE}" --results "${OUT}/${class}" ${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1
 done
 exit "${failed}"

@@ -82,6 +82,18 @@ func mount(name, path string) *corev1ac.VolumeMountApplyConfiguration {
 	return corev1ac.VolumeMount().WithName(name).WithMountPath(path)
 }
 
+// nodeArgs are the arguments of the node agent's container.
+func nodeArgs(opts Options) []string {
+	args := []string{
+		"node", "--node-name=$(NODE_NAME)", "--namespace=$(POD_NAMESPACE)", "--csi-socket=" + csiSocketInPod,
+		fmt.Sprintf("--metrics-bind-address=:%d", nodeMetricsPort), "--cluster-id=" + opts.ClusterID,
+	}
+	if opts.Profiling {
+		args = append(args, "--profiling")
+	}
+	return args
+}
+
 // nodeDaemonSetFor is the node agent DaemonSet: `lvms node`, privileged with host PID (it runs host
 // commands through nsenter), kubelet plugin registration and health served in process unless
 // sidecar images are configured.
@@ -90,8 +102,7 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 	bidirectional := corev1.MountPropagationBidirectional
 	agent := corev1ac.Container().WithName("node").WithImage(opts.NodeImage).
 		WithImagePullPolicy(opts.ImagePullPolicy).
-		WithArgs("node", "--node-name=$(NODE_NAME)", "--namespace=$(POD_NAMESPACE)", "--csi-socket="+csiSocketInPod,
-			fmt.Sprintf("--metrics-bind-address=:%d", nodeMetricsPort), "--cluster-id="+opts.ClusterID).
+		WithArgs(nodeArgs(opts)...).
 		WithEnv(
 			corev1ac.EnvVar().WithName("NODE_NAME").WithValueFrom(corev1ac.EnvVarSource().
 				WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("spec.nodeName"))),

@@ -40,6 +40,9 @@ type Options struct {
 	SnapshotMetadata bool
 	// SnapshotMetadataSidecarImage is the external-snapshot-metadata sidecar's image.
 	SnapshotMetadataSidecarImage string
+	// Profiling makes the node agents serve Go's runtime profiles on their metrics endpoint
+	// (`lvms node --profiling`), as the operator does when it is set.
+	Profiling bool
 }
 
 // Reconciler reconciles LVMClusters.

@@ -136,8 +136,8 @@ func TestBundleCarriesExtraObjects(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	want := []string{"ClusterRole/lvms-metrics-reader", "Service/lvms-node-metrics", "Service/lvms-operator-metrics",
-		"Service/lvms-snapshot-metadata"}
+	want := []string{"ClusterRole/lvms-metrics-reader", "ClusterRole/lvms-profile-reader", "Service/lvms-node-metrics",
+		"Service/lvms-operator-metrics", "Service/lvms-snapshot-metadata"}
 	if !slices.Equal(got, want) {
 		t.Errorf("bundle objects besides the CSV and CRDs: %q, want %q", got, want)
 	}

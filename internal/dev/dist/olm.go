@@ -104,8 +104,8 @@ const webhookPortName = "webhook"
 
 // extraManifests are the install's objects the CSV does not describe, which OLM creates from the
 // bundle as they are (the namespaced ones in the operator namespace): every Service but the
-// webhook's, and every ClusterRole no binding of the install refers to (lvms-metrics-reader, for
-// users to bind). Keyed by the file names operator-sdk gives them: <name>_<group>_<version>_<kind>.
+// webhook's, and every ClusterRole no binding of the install refers to (lvms-metrics-reader and
+// lvms-profile-reader, for users to bind). Keyed by the file names operator-sdk gives them: <name>_<group>_<version>_<kind>.
 func extraManifests(inst *Install) (map[string][]byte, error) {
 	bound := map[string]bool{}
 	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {

@@ -47,7 +47,8 @@ the service accounts, leader election and the role of the CSI sidecars are writt
   watches Pods to tell whether a volume is in use) and external-snapshotter (VolumeSnapshotContents).
 - **Metrics**: both accounts create TokenReviews and SubjectAccessReviews to check who scrapes
   their metrics endpoints; ` + "`lvms-metrics-reader`" + ` (get on /metrics) is for the scraper, and the user
-  binds it.
+  binds it. ` + "`lvms-profile-reader`" + ` (get on /debug/pprof/*) is for whoever reads the Go runtime
+  profiles the operator and the node agents serve there with ` + "`--profiling`" + `; the user binds it too.
 
 The envtest suite (` + "`go test -v -run TestServiceAccountPrivileges ./test/envtest/`" + `) installs these
 objects into a real API server, impersonates each service account, proves that every rule below

@@ -49,7 +49,7 @@ const (
 type options struct {
 	kubeconfig, storageClass, snapshotClass, size, volumeMode string
 	namespace, operatorNamespace, image, results, runID       string
-	claims, nodes, concurrency, floorSamples                  int
+	claims, nodes, concurrency, floorSamples, profileSeconds  int
 	withSnapshots, floor, resources                           bool
 	timeout, claimTimeout                                     time.Duration
 	// ours is set when the StorageClass's provisioner is topolvm.io.
@@ -78,6 +78,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.floor, "floor", true, "measure the floor (lvcreate in the node; topolvm.io only)")
 	fs.IntVar(&o.floorSamples, "floor-samples", 3, "lvcreate/lvremove pairs per node for the floor")
 	fs.BoolVar(&o.resources, "resources", true, "read operator and node agent RSS and CPU before and after")
+	fs.IntVar(&o.profileSeconds, "profile-seconds", 0,
+		"with --resources: a CPU profile of the operator and every node agent over the first N seconds of "+
+			"provisioning and a heap profile after it, into <results>/profiles (the operator must run with "+
+			"--profiling: lvms-dev up --profiling; 0: none)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "bound of the whole run")
 	fs.DurationVar(&o.claimTimeout, "claim-timeout", 10*time.Minute,
 		"bound of one claim's provisioning (PVC created to pod Running) and of its deletion")
@@ -280,6 +284,7 @@ func run(ctx context.Context, o *options, stdout, log io.Writer) error {
 	}
 	w := &workload{cs: cl.cs, dyn: cl.dyn, rec: rec, o: o, nodes: nodes}
 	r.Started = time.Now()
+	prof := startProfiles(ctx, o, res, log)
 	fmt.Fprintf(log, "provisioning %d claims of %s on %s\n", o.claims, o.size, sc.Name)
 	if err := w.forEach(ctx, w.provision); err != nil {
 		r.Errors = append(r.Errors, err.Error())
@@ -289,6 +294,9 @@ func run(ctx context.Context, o *options, stdout, log io.Writer) error {
 		r.Errors = append(r.Errors, err.Error())
 	}
 	r.WallSeconds = time.Since(r.Started).Seconds()
+	if prof != nil {
+		prof.wait(stdout)
+	}
 	if res != nil {
 		r.Resources = res.after(ctx, log)
 	}

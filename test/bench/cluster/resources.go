@@ -82,6 +82,8 @@ type resourceProbe struct {
 	o     *options
 	token string
 	usage map[string]*resourceUsage
+	// bound are the ClusterRoleBindings of the service account, removed by teardown.
+	bound []string
 }
 
 // before takes the first reading; a failure only disables the probe (the numbers are extra).
@@ -126,26 +128,30 @@ func (p *resourceProbe) after(ctx context.Context, log io.Writer) []resourceUsag
 	return out
 }
 
-func (p *resourceProbe) bindingName() string { return "lvms-bench-metrics-" + p.o.namespace }
+// probeAccount is the service account the probe and the profiler read with.
+const probeAccount = "lvms-bench-metrics"
+
+func (p *resourceProbe) bindingName(role string) string { return role + "-bench-" + p.o.namespace }
 
 // setup creates the service account, binds it to the reader role and gets a token.
 func (p *resourceProbe) setup(ctx context.Context) error {
-	name := "lvms-bench-metrics"
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.o.namespace}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: probeAccount, Namespace: p.o.namespace}}
 	if err := p.c.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create service account: %w", err)
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: p.bindingName()},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReader},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: p.o.namespace}},
+	if err := p.bind(ctx, metricsReader); err != nil {
+		return err
 	}
-	if err := p.c.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("bind %s: %w", metricsReader, err)
-	}
-	tr, err := p.cs.CoreV1().ServiceAccounts(p.o.namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))},
-	}, metav1.CreateOptions{})
+	tr, err := p.cs.CoreV1().ServiceAccounts(
+		p.o.namespace,
+	).CreateToken(
+		ctx,
+		probeAccount,
+		&authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))},
+		},
+		metav1.CreateOptions{},
+	)
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
@@ -153,25 +159,53 @@ func (p *resourceProbe) setup(ctx context.Context) error {
 	return nil
 }
 
-func (p *resourceProbe) teardown() {
-	_ = p.c.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{
-		Name: p.bindingName()}})
+// bind binds the probe's service account to a ClusterRole, until teardown.
+func (p *resourceProbe) bind(ctx context.Context, role string) error {
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: p.bindingName(role)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{
+			{Kind: rbacv1.ServiceAccountKind, Name: probeAccount, Namespace: p.o.namespace},
+		},
+	}
+	if err := p.c.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("bind %s: %w", role, err)
+	}
+	p.bound = append(p.bound, binding.Name)
+	return nil
 }
 
-// read scrapes every operator and node agent pod and hands its figures to set.
-func (p *resourceProbe) read(ctx context.Context, set func(u *resourceUsage, m processMetrics)) error {
+func (p *resourceProbe) teardown() {
+	for _, name := range p.bound {
+		_ = p.c.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	p.bound = nil
+}
+
+// pods are the running operator and node agent pods.
+func (p *resourceProbe) pods(ctx context.Context) ([]corev1.Pod, error) {
 	var pods []corev1.Pod
 	for _, sel := range []string{operatorLabel, "app.kubernetes.io/name=" + lvmcluster.NodeDaemonSetName} {
 		list, err := p.cs.CoreV1().Pods(p.o.operatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
-			return fmt.Errorf("list pods %s: %w", sel, err)
+			return nil, fmt.Errorf("list pods %s: %w", sel, err)
 		}
-		pods = append(pods, list.Items...)
+		for _, pod := range list.Items {
+			if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
+				pods = append(pods, pod)
+			}
+		}
+	}
+	return pods, nil
+}
+
+// read scrapes every operator and node agent pod and hands its figures to set.
+func (p *resourceProbe) read(ctx context.Context, set func(u *resourceUsage, m processMetrics)) error {
+	pods, err := p.pods(ctx)
+	if err != nil {
+		return err
 	}
 	for _, pod := range pods {
-		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" {
-			continue
-		}
 		script := fmt.Sprintf("curl -sSkf -H 'Authorization: Bearer %s' https://%s:%d/metrics | "+
 			"grep -E '^(process_resident_memory_bytes|process_cpu_seconds_total|go_memstats_heap_inuse_bytes|"+
 			"lvms_host_commands_total|"+
