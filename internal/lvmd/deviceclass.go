@@ -3,6 +3,7 @@ package lvmd
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,7 +44,9 @@ func (m *DeviceClassManager) Config() *Config { return m.cfg.Load() }
 
 // Replace validates cfg and, if valid, atomically makes a copy of it the
 // current configuration and notifies watchers. An invalid cfg leaves the
-// current configuration in place.
+// current configuration in place, and one equal to it changes nothing and
+// notifies no one (the volume-group manager feeds its classes after every
+// reconcile, and each notification costs lvmd a full state read).
 func (m *DeviceClassManager) Replace(cfg *Config) error {
 	if cfg == nil {
 		return fmt.Errorf("replace device classes: %w: no config", ErrInvalidArgument)
@@ -54,6 +57,9 @@ func (m *DeviceClassManager) Replace(cfg *Config) error {
 	}
 	m.replace.Lock()
 	defer m.replace.Unlock()
+	if reflect.DeepEqual(m.cfg.Load(), c) {
+		return nil
+	}
 	m.cfg.Store(c)
 	m.notifier.publish(c)
 	return nil

@@ -111,3 +111,27 @@ func waitCount(t *testing.T, f *fakelvm.LVM, n int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The volume-group manager feeds the same classes after every reconcile: only classes that
+// differ, or MarkStale (a volume group changed behind the cache), cost a state read.
+func TestRunReadsStateOnlyForNewClassesOrWhenMarkedStale(t *testing.T) {
+	e := newEnv(t, testConfig())
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.svc.Run(ctx) }()
+	waitCount(t, e.fake, 1)
+	for range 3 {
+		wantErr(t, e.classes.Replace(testConfig()), nil)
+	}
+	e.svc.MarkStale()
+	waitCount(t, e.fake, 2)
+	e.addFastClass()
+	waitCount(t, e.fake, 3)
+	// Run is idle again: a read the equal feeds had asked for would have come by now.
+	time.Sleep(200 * time.Millisecond)
+	if n := e.fake.Count("fullreport"); n != 3 {
+		t.Errorf("%d state reads, want 3 (first, MarkStale, new class)", n)
+	}
+	cancel()
+	wantErr(t, <-done, nil)
+}

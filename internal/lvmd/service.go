@@ -40,9 +40,10 @@ type Service struct {
 	interval time.Duration
 	locks    *keyedMutex
 	watch    *notifier[[]Capacity]
-	// pvsStale asks Run for a state read: a remove returned extents to PVs the cache
-	// cannot name, and RAID capacity is computed from the PVs (raidcap.go).
-	pvsStale chan struct{}
+	// stale asks Run for a state read: a remove returned extents to PVs the cache
+	// cannot name, and RAID capacity is computed from the PVs (raidcap.go), or
+	// the volume-group manager changed a volume group (MarkStale).
+	stale chan struct{}
 
 	// refreshMu serializes full state reads.
 	refreshMu sync.Mutex
@@ -78,7 +79,7 @@ func NewService(o Options) (*Service, error) {
 		locks:    newKeyedMutex(),
 		watch:    newNotifier(capacitiesEqual),
 		res:      newPending(),
-		pvsStale: make(chan struct{}, 1),
+		stale:    make(chan struct{}, 1),
 	}, nil
 }
 
@@ -86,8 +87,8 @@ func NewService(o Options) (*Service, error) {
 func (s *Service) Classes() *DeviceClassManager { return s.classes }
 
 // Run reads the state, then keeps it fresh until ctx ends: every refresh
-// interval, whenever the device classes are replaced, and after a remove from the VG
-// of a RAID class (markPVsStale). Refresh failures
+// interval, whenever the device classes are replaced, after a remove from the VG
+// of a RAID class (markPVsStale) and when asked (MarkStale). Refresh failures
 // are logged (logger from ctx) and retried on the next tick. It returns the
 // error of the first read, or nil when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
@@ -111,13 +112,23 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			log.V(1).Info("Device classes replaced, reading LVM state")
 			s.publish()
-		case <-s.pvsStale:
-			log.V(1).Info("LV removed from a RAID class's volume group, reading LVM state")
+		case <-s.stale:
+			log.V(1).Info("Volume groups changed behind the cache, reading LVM state")
 		case <-tick.C:
 		}
 		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Reading LVM state failed")
 		}
+	}
+}
+
+// MarkStale asks Run to read the state soon: a volume group changed behind the
+// cache (the volume-group manager created or grew it, or its thin pool). It
+// never blocks; requests made before the read begins are served by one read.
+func (s *Service) MarkStale() {
+	select {
+	case s.stale <- struct{}{}:
+	default:
 	}
 }
 
@@ -127,10 +138,7 @@ func (s *Service) Run(ctx context.Context) error {
 func (s *Service) markPVsStale(vg string) {
 	for _, dc := range s.classes.Config().DeviceClasses {
 		if dc.VolumeGroup == vg && dc.RAID != nil {
-			select {
-			case s.pvsStale <- struct{}{}:
-			default:
-			}
+			s.MarkStale()
 			return
 		}
 	}

@@ -92,7 +92,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 		return nil, err
 	}
 	if o.StaticConfig == nil && o.LVMDSocket == "" {
-		if err := setupVGManager(mgr, o, a.Classes); err != nil {
+		if err := setupVGManager(mgr, o, a.Classes, a.LVMD.MarkStale); err != nil {
 			return nil, err
 		}
 	}
@@ -191,7 +191,7 @@ func setupLVMD(mgr ctrl.Manager, o Options) (*Agent, backend, error) {
 	return &Agent{LVMD: svc, Classes: classes}, svc, nil
 }
 
-func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManager) error {
+func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManager, stateChanged func()) error {
 	hostFS := o.HostFS
 	if hostFS == nil {
 		hostFS = os.DirFS("/")
@@ -201,14 +201,17 @@ func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManage
 		devOpts = append(devOpts, devices.WithMountInfo(o.MountInfo))
 	}
 	vgm := vgmanager.New(vgmanager.Options{
-		Client:    mgr.GetClient(),
-		Recorder:  mgr.GetEventRecorder("lvms-node"),
-		Disks:     devices.NewHost(o.Executor, hostFS, devOpts...),
-		LVM:       lvm.New(o.Executor),
-		Sink:      classes,
-		NodeName:  o.NodeName,
-		ClusterID: o.ClusterID,
-		Namespace: o.Namespace,
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("lvms-node"),
+		Disks:    devices.NewHost(o.Executor, hostFS, devOpts...),
+		LVM:      lvm.New(o.Executor),
+		Sink:     classes,
+		// The classes are fed after every reconcile but change rarely; a changed volume group
+		// must reach lvmd's cache even when its class did not change.
+		StateChanged: stateChanged,
+		NodeName:     o.NodeName,
+		ClusterID:    o.ClusterID,
+		Namespace:    o.Namespace,
 	})
 	if err := vgm.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up volume-group manager: %w", err)

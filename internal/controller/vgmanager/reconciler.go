@@ -32,8 +32,12 @@ type Options struct {
 	Disks Disks
 	// LVM runs lvm2 (*lvm.Client).
 	LVM LVM
-	// Sink receives the device classes of this node (*lvmd.DeviceClassManager).
+	// Sink receives the device classes of this node (*lvmd.DeviceClassManager); a configuration
+	// equal to the last one changes nothing there.
 	Sink DeviceClassSink
+	// StateChanged, if set, is called after a reconcile changed a volume group or its thin pool
+	// (lvmd.Service.MarkStale: lvmd's cache reads the new sizes at once).
+	StateChanged func()
 	// NodeName is the node this agent runs on.
 	NodeName string
 	// ClusterID identifies the cluster (the UID of its kube-system namespace); with NodeName it
@@ -55,6 +59,7 @@ type Reconciler struct {
 	lvm       LVM
 	nodes     *NodeManager
 	sink      DeviceClassSink
+	changed   func()
 	feedMu    sync.Mutex // see feedLVMD
 	nodeName  string
 	clusterID string
@@ -69,8 +74,16 @@ func New(o Options) *Reconciler {
 		interval = DefaultDiscoveryInterval
 	}
 	return &Reconciler{
-		client: o.Client, recorder: o.Recorder, lvm: o.LVM, nodes: NewNodeManager(o.Disks, o.LVM, o.ResolvePath),
-		sink: o.Sink, nodeName: o.NodeName, clusterID: o.ClusterID, namespace: o.Namespace, interval: interval,
+		client:    o.Client,
+		recorder:  o.Recorder,
+		lvm:       o.LVM,
+		nodes:     NewNodeManager(o.Disks, o.LVM, o.ResolvePath),
+		sink:      o.Sink,
+		changed:   o.StateChanged,
+		nodeName:  o.NodeName,
+		clusterID: o.ClusterID,
+		namespace: o.Namespace,
+		interval:  interval,
 	}
 }
 
@@ -229,8 +242,10 @@ func (r *Reconciler) reconcileVG(ctx context.Context, s *scope) (ctrl.Result, er
 		Identity:     lvm.Identity{Node: r.nodeName, Cluster: r.clusterID},
 		AlreadyWiped: s.vg.Annotations[WipedAnnotation(r.nodeName)] != "",
 	}
+	changing := false
 	hooks := Hooks{
 		BeforeChange: func(ctx context.Context, st lvmv1alpha1.VGStatus) error {
+			changing = true
 			r.recorder.Eventf(
 				s.vg,
 				nil,
@@ -247,6 +262,9 @@ func (r *Reconciler) reconcileVG(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	out, err := r.nodes.Reconcile(ctx, in, hooks)
 	s.status = &out.Status
+	if changing && r.changed != nil {
+		r.changed() // whether or not every change succeeded: some may have
+	}
 	if err != nil {
 		r.recorder.Eventf(s.vg, nil, corev1.EventTypeWarning, EventFailed, "Reconcile", "node %s: %v", r.nodeName, err)
 		return ctrl.Result{}, err

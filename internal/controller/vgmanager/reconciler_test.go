@@ -65,7 +65,9 @@ type env struct {
 	node     *node
 	sink     *sink
 	recorder *events.FakeRecorder
-	r        *vgmanager.Reconciler
+	// stateChanges counts the calls of Options.StateChanged.
+	stateChanges int
+	r            *vgmanager.Reconciler
 }
 
 // Functional options for test objects.
@@ -118,6 +120,7 @@ func newEnv(t *testing.T, n *node, objs ...client.Object) *env {
 	e.r = vgmanager.New(vgmanager.Options{
 		Client: cl, Recorder: e.recorder, Disks: n.disks, LVM: n.lvm, Sink: e.sink,
 		NodeName: nodeName, Namespace: ns, ResolvePath: n.resolve,
+		StateChanged: func() { e.stateChanges++ },
 	})
 	return e
 }
@@ -206,6 +209,14 @@ func TestReconcileBuildsVolumeGroupAndReports(t *testing.T) {
 	if ev := e.events(); len(ev) != 1 ||
 		!strings.Contains(ev[0], "will create volume group vg1 on /dev/sdb, /dev/sdc") {
 		t.Errorf("events %q, want one announcing the plan", ev)
+	}
+	// lvmd hears of the new volume group; a reconcile with nothing to change tells it nothing.
+	if e.stateChanges != 1 {
+		t.Errorf("%d state changes reported after building the VG, want 1", e.stateChanges)
+	}
+	e.reconcile("vg1")
+	if e.stateChanges != 1 {
+		t.Errorf("%d state changes reported after a reconcile that changed nothing, want 1", e.stateChanges)
 	}
 }
 
