@@ -192,20 +192,37 @@ func cpuTop(data []byte) (funcs []funcTime, total int64, err error) {
 	return funcs, total, nil
 }
 
+// ownPrefix marks the functions of this project in a profile.
+const ownPrefix = "github.com/lvm-operator/lvm-operator/"
+
 // writeCPUTop prints the n functions of a CPU profile with the most flat time, as `go tool pprof
-// -top` does.
+// -top` does, then the n functions of this project with the most cumulative time (where its own
+// code spent the samples, the runtime's and the libraries' included).
 func writeCPUTop(w io.Writer, pod string, data []byte, n int) error {
 	funcs, total, err := cpuTop(data)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "CPU profile of %s: %.2f s sampled\n", pod, float64(total)/1e9)
-	fmt.Fprintf(w, "  %8s %6s %8s %6s  %s\n", "flat", "flat%", "cum", "cum%", "function")
-	for _, f := range funcs[:min(n, len(funcs))] {
-		fmt.Fprintf(w, "  %7.2fs %5.1f%% %7.2fs %5.1f%%  %s\n", float64(f.flat)/1e9, percent(f.flat, total),
-			float64(f.cum)/1e9, percent(f.cum, total), f.name)
+	writeFuncs(w, funcs[:min(n, len(funcs))], total)
+	var own []funcTime
+	for _, f := range funcs {
+		if strings.HasPrefix(f.name, ownPrefix) {
+			own = append(own, f)
+		}
 	}
+	slices.SortStableFunc(own, func(a, b funcTime) int { return cmp.Compare(b.cum, a.cum) })
+	fmt.Fprintf(w, "  this project's functions by cumulative time:\n")
+	writeFuncs(w, own[:min(n, len(own))], total)
 	return nil
+}
+
+func writeFuncs(w io.Writer, funcs []funcTime, total int64) {
+	fmt.Fprintf(w, "  %8s %6s %8s %6s  %s\n", "flat", "flat%", "cum", "cum%", "function")
+	for _, f := range funcs {
+		fmt.Fprintf(w, "  %7.2fs %5.1f%% %7.2fs %5.1f%%  %s\n", float64(f.flat)/1e9, percent(f.flat, total),
+			float64(f.cum)/1e9, percent(f.cum, total), strings.TrimPrefix(f.name, ownPrefix))
+	}
 }
 
 func percent(v, total int64) float64 {

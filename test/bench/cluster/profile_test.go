@@ -75,8 +75,19 @@ func TestCPUTop(t *testing.T) {
 	if err := writeCPUTop(&out, "lvms-node-x", data, 2); err != nil {
 		t.Fatal(err)
 	}
-	if got := out.String(); !strings.Contains(got, "6.50 s sampled") || strings.Count(got, "\n") != 4 {
+	got := out.String()
+	if !strings.Contains(got, "6.50 s sampled") || strings.Count(got, "\n") != 6 {
 		t.Errorf("writeCPUTop:\n%s", got)
+	}
+	// This project's functions: none in the synthetic stacks but the one below.
+	data = cpuProfile(t, map[string]int64{ownPrefix + "internal/lvmd.(*Service).Refresh;main.run": 1e9})
+	out.Reset()
+	if err := writeCPUTop(&out, "lvms-node-x", data, 2); err != nil {
+		t.Fatal(err)
+	}
+	own := out.String()[strings.Index(out.String(), "cumulative time:"):]
+	if !strings.Contains(own, " internal/lvmd.(*Service).Refresh") || strings.Contains(own, "main.run") {
+		t.Errorf("own functions:\n%s", out.String())
 	}
 	if _, _, err := cpuTop([]byte("not a profile")); err == nil {
 		t.Error("cpuTop of garbage: no error")
