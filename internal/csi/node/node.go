@@ -59,6 +59,8 @@ type Server struct {
 	kubeletDir string
 	// btrfsSysDir lists the mounted btrfs filesystems (defaultBtrfsSysDir; tests change it).
 	btrfsSysDir string
+	// mapperDir holds the device nodes of open dm-crypt mappings (mapperDir; tests change it).
+	mapperDir string
 }
 
 // New returns the Node service.
@@ -68,7 +70,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		nodeName: o.NodeName, volumes: o.Volumes, mounter: o.Mounter, exec: o.Exec,
-		kubeletDir: kubeletDirOrDefault(o.KubeletDir), btrfsSysDir: defaultBtrfsSysDir,
+		kubeletDir: kubeletDirOrDefault(o.KubeletDir), btrfsSysDir: defaultBtrfsSysDir, mapperDir: mapperDir,
 	}, nil
 }
 

@@ -41,10 +41,9 @@ type fixture struct {
 	dir     string
 }
 
-// probeLine reports whether l is one of the commands that probe dev's signatures or ask whether the
-// volume's dm-crypt mapping is open.
+// probeLine reports whether l is one of the commands that probe dev's signatures.
 func probeLine(l string) bool {
-	return l == "blkid -p -o export "+dev || l == "wipefs --no-act --json "+dev || l == "cryptsetup status lvms-"+volID
+	return l == "blkid -p -o export "+dev || l == "wipefs --no-act --json "+dev
 }
 
 // newFixture is a node holding volID on dev, whose blkid reports fsType ("" = blank).
@@ -58,14 +57,14 @@ func newFixture(t *testing.T, fsType string) *fixture {
 		f.exec.On(exectest.OK("DEVNAME="+dev+"\nUUID=1234\nTYPE="+fsType+"\nUSAGE=filesystem\n"),
 			"blkid", "-p", "-o", "export", dev)
 	}
-	// A plain volume: its dm-crypt mapping is not open.
-	f.exec.On(exectest.Fail(cryptWrongDevice, "Device lvms-"+volID+" not found"), "cryptsetup", "status", "lvms-"+volID)
 	srv, err := New(Options{
 		NodeName: nodeName, Volumes: fakeVolumes{volID: dev}, Mounter: f.mounter, Exec: f.exec, KubeletDir: f.dir,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A plain volume: no device node of its dm-crypt mapping.
+	srv.mapperDir = t.TempDir()
 	f.srv = srv
 	return f
 }
