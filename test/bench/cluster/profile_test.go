@@ -85,8 +85,8 @@ func TestCPUTop(t *testing.T) {
 	if err := writeCPUTop(&out, "lvms-node-x", data, 2); err != nil {
 		t.Fatal(err)
 	}
-	own := out.String()[strings.Index(out.String(), "cumulative time:"):]
-	if !strings.Contains(own, " internal/lvmd.(*Service).Refresh") || strings.Contains(own, "main.run") {
+	_, own, found := strings.Cut(out.String(), "cumulative time:")
+	if !found || !strings.Contains(own, " internal/lvmd.(*Service).Refresh") || strings.Contains(own, "main.run") {
 		t.Errorf("own functions:\n%s", out.String())
 	}
 	if _, _, err := cpuTop([]byte("not a profile")); err == nil {
