@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,12 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/snapmeta"
 	"github.com/lvm-operator/lvm-operator/internal/thinmeta"
 )
+
+// DefaultRefreshInterval is how often the in-process lvmd reads the full LVM state: what only a read
+// shows (how full each thin pool's data and metadata are, exported as topolvm_thinpool_*_percent,
+// which the pool-full alerts watch) is at most this old. The standalone lvmd keeps
+// lvmd.DefaultRefreshInterval.
+const DefaultRefreshInterval = time.Minute
 
 // Options configure the node agent.
 type Options struct {
@@ -60,7 +67,7 @@ type Options struct {
 	// StaticConfig replaces the volume-group manager with fixed device classes (volume groups
 	// made by someone else, as with a standalone lvmd); nil runs the volume-group manager.
 	StaticConfig *lvmd.Config
-	// RefreshInterval of lvmd's full state read; 0 means lvmd's default.
+	// RefreshInterval of lvmd's full state read; 0 means DefaultRefreshInterval.
 	RefreshInterval time.Duration
 	// KubeletDir is the kubelet's root directory; CSI target paths must lie below it (empty means
 	// /var/lib/kubelet).
@@ -178,7 +185,7 @@ func setupLVMD(mgr ctrl.Manager, o Options) (*Agent, backend, error) {
 	}
 	svc, err := lvmd.NewService(
 		lvmd.Options{
-			Executor: o.Executor, Classes: classes, RefreshInterval: o.RefreshInterval,
+			Executor: o.Executor, Classes: classes, RefreshInterval: cmp.Or(o.RefreshInterval, DefaultRefreshInterval),
 			Identity: lvm.Identity{Node: o.NodeName, Cluster: o.ClusterID},
 		},
 	)
