@@ -8,7 +8,8 @@
 # the cluster down whatever happens (a trap), failing when anything of it is left.
 #
 # Environment: CLAIMS (1), NODES (2); SCALE (e.g. 0,100,1000: instead of the claims, the scale mode,
-# LogicalVolumes of SCALE_SIZE, default 32Mi, of the thin class on one node); BENCH_STATE_DIR (default
+# LogicalVolumes of SCALE_SIZE, default 32Mi, of the thin class on one node, whose LVMCluster is then
+# test/bench/lvmcluster-scale.yaml); BENCH_STATE_DIR (default
 # ${XDG_CACHE_HOME:-~/.cache}/lvms/bench-cluster); BENCH_ARGS, extra flags for bench-cluster (e.g.
 # "--with-snapshots --concurrency 5"); PROFILE=N (0: off) installs the product with --profiling
 # (config/components/profiling) and takes N s of CPU profiles of the operator and the node agents
@@ -52,7 +53,10 @@ up_args=()
 [[ "${PROFILE}" -gt 0 ]] && up_args+=(--profiling)
 "${BIN}/lvms-dev" up --state-dir "${STATE}" --nodes "${NODES}" --disks 2 --disk-size 8 "${up_args[@]}" >&2
 export KUBECONFIG="${STATE}/kubeconfig"
-"${kubectl}" apply --server-side -f test/bench/lvmcluster.yaml >&2
+lvmcluster=test/bench/lvmcluster.yaml
+# The scale mode's thin pool has room for the metadata of a thousand and more LVs.
+[[ -n "${SCALE:-}" ]] && lvmcluster=test/bench/lvmcluster-scale.yaml
+"${kubectl}" apply --server-side -f "${lvmcluster}" >&2
 "${kubectl}" wait -n lvms-system lvmcluster/bench --for=jsonpath='{.status.state}'=Ready --timeout=15m >&2
 log "cluster with ${NODES} nodes and LVMCluster bench Ready in $((SECONDS - start)) s"
 mkdir -p "${OUT}"
