@@ -175,24 +175,39 @@ func connect(o *options) (*clients, *rest.Config, error) {
 
 // prepare checks the StorageClass, creates the namespace and picks the nodes.
 func prepare(ctx context.Context, cl *clients, o *options, log io.Writer) (*storagev1.StorageClass, []string, error) {
-	sc, err := cl.cs.StorageV1().StorageClasses().Get(ctx, o.storageClass, metav1.GetOptions{})
+	sc, nodes, err := classNamespaceNodes(ctx, cl, o, o.nodes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("StorageClass %s: %w", o.storageClass, err)
+		return nil, nil, err
 	}
 	o.ours = sc.Provisioner == ourDriver
 	if sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
 		fmt.Fprintf(log, "warning: StorageClass %s is not WaitForFirstConsumer: no selected-node phase\n", sc.Name)
+	}
+	return sc, nodes, waitCapacity(ctx, cl.cs, sc, o, max(len(nodes), 1), log)
+}
+
+// classNamespaceNodes reads --storage-class, creates --namespace if missing and picks n Ready
+// nodes (pickNodes), the setup both modes share.
+func classNamespaceNodes(
+	ctx context.Context,
+	cl *clients,
+	o *options,
+	n int,
+) (*storagev1.StorageClass, []string, error) {
+	sc, err := cl.cs.StorageV1().StorageClasses().Get(ctx, o.storageClass, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("StorageClass %s: %w", o.storageClass, err)
 	}
 	_, err = cl.cs.CoreV1().Namespaces().Create(ctx,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.namespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, nil, fmt.Errorf("namespace %s: %w", o.namespace, err)
 	}
-	nodes, err := pickNodes(ctx, cl.cs, o.nodes)
+	nodes, err := pickNodes(ctx, cl.cs, n)
 	if err != nil {
 		return nil, nil, err
 	}
-	return sc, nodes, waitCapacity(ctx, cl.cs, sc, o, max(len(nodes), 1), log)
+	return sc, nodes, nil
 }
 
 // waitCapacity waits (setup, not measured) until the driver publishes capacity above zero for the

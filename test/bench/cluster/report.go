@@ -201,17 +201,25 @@ func writeTable(w io.Writer, r *result) error {
 	return nil
 }
 
-// writeResults writes result.json and the table (table.txt) into dir.
-func writeResults(dir string, r *result) error {
+// writeJSON writes v, indented, to dir/name, creating dir.
+func writeJSON(dir, name string, v any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("results dir: %w", err)
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode the results: %w", err)
+		return fmt.Errorf("encode %s: %w", name, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write result.json: %w", err)
+	if err := os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeResults writes result.json and the table (table.txt) into dir.
+func writeResults(dir string, r *result) error {
+	if err := writeJSON(dir, "result.json", r); err != nil {
+		return err
 	}
 	var sb strings.Builder
 	if err := writeTable(&sb, r); err != nil {

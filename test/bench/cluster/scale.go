@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -82,17 +78,9 @@ func runScale(ctx context.Context, o *options, stdout, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sc, err := cl.cs.StorageV1().StorageClasses().Get(ctx, o.storageClass, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("StorageClass %s: %w", o.storageClass, err)
-	}
-	nodes, err := pickNodes(ctx, cl.cs, 1)
+	sc, nodes, err := classNamespaceNodes(ctx, cl, o, 1)
 	if err != nil || len(nodes) == 0 {
 		return fmt.Errorf("pick a node: %w", errors.Join(err, errors.New("no Ready node")))
-	}
-	if _, err := cl.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: o.namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("namespace %s: %w", o.namespace, err)
 	}
 	s := &scaler{c: cl.c, o: o, node: nodes[0], class: sc.Parameters[lvmcluster.DeviceClassParameter],
 		probe: &resourceProbe{cfg: cfg, c: cl.c, cs: cl.cs, o: o, usage: map[string]*resourceUsage{}}}
@@ -357,15 +345,5 @@ func writeScale(w io.Writer, dir string, r *scaleResult) error {
 	if dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("results directory: %w", err)
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode scale.json: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "scale.json"), b, 0o600); err != nil {
-		return fmt.Errorf("write scale.json: %w", err)
-	}
-	return nil
+	return writeJSON(dir, "scale.json", r)
 }
