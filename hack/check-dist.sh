@@ -3,7 +3,7 @@
 # the cache by hack/helm.sh): `helm lint --strict`, then `helm template` with the default values
 # and with another namespace and an image digest, checking that both settings reach the objects,
 # and with monitoring.enabled (ServiceMonitor, PrometheusRule), schedulerExtender.enabled and
-# snapshotMetadata.enabled (the optional components of config/components).
+# snapshotMetadata.enabled (the optional components of config/components), and profiling.enabled.
 # The OLM bundle is validated by go test ./internal/dev/dist (operator-framework/api validators).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -75,6 +75,13 @@ if grep -q "lvms-system" "${out}/snapmeta.yaml"; then
 	grep -n "lvms-system" "${out}/snapmeta.yaml" >&2
 	fail=1
 fi
+# Profiling: off by default; on, the operator's LVMS_PROFILING is "true" (it passes --profiling on
+# to the node agents).
+"${helm}" template lvms "${chart}" --kube-version 1.37.0 --namespace lvms-system --set profiling.enabled=true >"${out}/profiling.yaml"
+for f in default:false profiling:true; do
+	grep -A1 -e "- name: LVMS_PROFILING$" "${out}/${f%%:*}.yaml" | grep -q -e "value: '${f#*:}'$" ||
+		{ echo "check-dist: FAIL: the ${f%%:*} values do not render LVMS_PROFILING='${f#*:}'" >&2; fail=1; }
+done
 crds="$(grep -c '^kind: CustomResourceDefinition' "${out}/default.yaml" || true)"
 [[ "${crds}" == 4 ]] || { echo "check-dist: FAIL: helm template --include-crds gave ${crds} CRDs, want 4" >&2; fail=1; }
 [[ ${fail} -eq 0 ]] || exit 1

@@ -309,3 +309,34 @@ func TestSnapshotMetadataRBAC(t *testing.T) {
 		})
 	}
 }
+
+// TestProfilingComponent: the install sets the operator's LVMS_PROFILING to "false", and
+// config/components/profiling turns it to "true" (the chart's profiling.enabled does the same;
+// hack/check-dist.sh renders it).
+func TestProfilingComponent(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	base, err := Render(filepath.Join(root, "config", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, err := renderWithComponents(filepath.Join(root, "config", "default"),
+		[]string{filepath.Join(root, "config", "components", "profiling")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		inst *Install
+		want string
+	}{{base, "false"}, {on, "true"}} {
+		op := typed[appsv1.Deployment](t, tt.inst, "Deployment", "lvms-operator")
+		var got []string
+		for _, e := range container(t, op.Spec.Template.Spec, operatorContainer).Env {
+			if e.Name == profilingEnv {
+				got = append(got, e.Value)
+			}
+		}
+		if !slices.Equal(got, []string{tt.want}) {
+			t.Errorf("operator env %s = %q, want [%q]", profilingEnv, got, tt.want)
+		}
+	}
+}

@@ -224,8 +224,12 @@ func TestChartIsParameterized(t *testing.T) {
 	if templates < 10 {
 		t.Fatalf("chart has %d templates; the install has more objects", templates)
 	}
-	if !bytes.Contains(files[ChartDir+"/templates/deployment-lvms-operator.yaml"], []byte(tplImage)) {
+	deploy := files[ChartDir+"/templates/deployment-lvms-operator.yaml"]
+	if !bytes.Contains(deploy, []byte(tplImage)) {
 		t.Errorf("operator deployment template does not take its image from values")
+	}
+	if !bytes.Contains(deploy, []byte("name: "+profilingEnv+"\n          value: '"+tplProfiling+"'")) {
+		t.Errorf("operator deployment template does not take %s from values:\n%s", profilingEnv, deploy)
 	}
 }
 

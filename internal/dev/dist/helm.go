@@ -15,7 +15,13 @@ const (
 	tplNamespace = "{{ .Release.Namespace }}"
 	tplImage     = `{{ include "lvms.image" . }}`
 	tplPolicy    = "{{ .Values.image.pullPolicy }}"
+	// tplProfiling is the value of the operator's profilingEnv: "true" or "false".
+	tplProfiling = "{{ .Values.profiling.enabled }}"
 )
+
+// profilingEnv is the operator's environment variable that turns on its and the node agents'
+// --profiling (cmd/lvms); the chart sets it from the value profiling.enabled.
+const profilingEnv = "LVMS_PROFILING"
 
 // sidecarValues maps the container names of the CSI sidecars to their key under .Values.sidecars.
 var sidecarValues = map[string]string{
@@ -94,8 +100,8 @@ func chartFiles(inst *Install, o Options) (map[string][]byte, error) {
 	return files, nil
 }
 
-// templatize replaces, in place, the install namespace, the operator image, its pull policy and
-// the sidecar images with template expressions.
+// templatize replaces, in place, the install namespace, the operator image, its pull policy, the
+// sidecar images and the value of profilingEnv with template expressions.
 func templatize(obj map[string]any, namespace string) {
 	var walk func(v any, key string) any
 	walk = func(v any, key string) any {
@@ -103,6 +109,9 @@ func templatize(obj map[string]any, namespace string) {
 		case map[string]any:
 			if name, ok := t["name"].(string); ok && t["image"] != nil {
 				templatizeContainer(t, name)
+			}
+			if t["name"] == profilingEnv && t["value"] != nil {
+				t["value"] = tplProfiling
 			}
 			for k, child := range t {
 				t[k] = walk(child, k)
@@ -178,7 +187,10 @@ func chartValues(deploy *unstructured.Unstructured, components []Component) (str
 		ref.tag,
 	)
 	b.WriteString("# The ServiceMonitor and PrometheusRule of config/prometheus; they need the Prometheus Operator.\n" +
-		"monitoring:\n  enabled: false\n")
+		"monitoring:\n  enabled: false\n" +
+		"# Go's runtime profiles (pprof) of the operator and the node agents at /debug/pprof/ on their\n" +
+		"# metrics endpoints, for clients bound to ClusterRole lvms-profile-reader (docs/performance.md).\n" +
+		"profiling:\n  enabled: false\n")
 	for _, c := range components {
 		for _, line := range c.Doc {
 			b.WriteString("# " + line + "\n")
