@@ -14,7 +14,9 @@
 # "--with-snapshots --concurrency 5"); PROFILE=N (0: off) installs the product with --profiling
 # (config/components/profiling) and takes N s of CPU profiles of the operator and the node agents
 # from the start of each class's claims, and a heap profile after them, into
-# <class>/profiles/<pod>.{cpu,heap}.pb.gz (`go tool pprof`); BENCH_KEEP=1 leaves the cluster up. The nodes import the
+# <class>/profiles/<pod>.{cpu,heap}.pb.gz (`go tool pprof`); CLASSES (default "lvms-thin lvms-thick")
+# the StorageClasses to run, in order; NODE_MEMORY, MiB per node (lvms-dev up --memory; default its
+# own); BENCH_KEEP=1 leaves the cluster up. The nodes import the
 # images in _output/images (make images; make bench-cluster builds them first).
 set -euo pipefail
 
@@ -51,6 +53,7 @@ start=${SECONDS}
 PROFILE="${PROFILE:-0}"
 up_args=()
 [[ "${PROFILE}" -gt 0 ]] && up_args+=(--profiling)
+[[ -n "${NODE_MEMORY:-}" ]] && up_args+=(--memory "${NODE_MEMORY}")
 "${BIN}/lvms-dev" up --state-dir "${STATE}" --nodes "${NODES}" --disks 2 --disk-size 8 "${up_args[@]}" >&2
 export KUBECONFIG="${STATE}/kubeconfig"
 lvmcluster=test/bench/lvmcluster.yaml
@@ -68,7 +71,7 @@ if [[ -n "${SCALE:-}" ]]; then
 		--results "${OUT}/scale" ${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1
 	exit "${failed}"
 fi
-for class in lvms-thin lvms-thick; do
+for class in ${CLASSES:-lvms-thin lvms-thick}; do
 	# shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
 	"${BIN}/bench-cluster" --storage-class "${class}" --claims "${CLAIMS}" --nodes "${NODES}" \
 		--profile-seconds "${PROFILE}" --results "${OUT}/${class}" ${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1
