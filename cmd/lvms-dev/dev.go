@@ -55,6 +55,7 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 	fl.IntVar(&o.Disks, "disks", 3, "sparse disks per node (/dev/ubda, /dev/ubdb, ...)")
 	fl.IntVar(&diskGiB, "disk-size", 8, "size of each disk in GiB (sparse)")
 	fl.IntVar(&o.MemoryMiB, "memory", devcluster.DefaultMemoryMiB, "memory per guest in MiB")
+	fl.IntVar(&o.MaxPods, "max-pods", devcluster.DefaultMaxPods, "pods per node at most (the kubelet's maxPods)")
 	fl.StringVar(
 		&o.ImagesDir,
 		"images-dir",

@@ -26,6 +26,8 @@ type Config struct {
 	DiskSize int64 `json:"diskSize"`
 	// MemoryMiB per guest.
 	MemoryMiB int `json:"memoryMiB"`
+	// MaxPods is each kubelet's maxPods.
+	MaxPods int `json:"maxPods"`
 	// Images are the OCI archives the nodes import (no registry).
 	Images []string `json:"images"`
 	// ProductDigest pins the product image (empty: the product is not installed);

@@ -60,7 +60,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 enforceNodeAllocatable: [pods]
-maxPods: 40
+maxPods: %[4]d
 shutdownGracePeriod: 0s
 nodeStatusUpdateFrequency: 20s
 syncFrequency: 15s
@@ -124,14 +124,14 @@ const cniConfig = `{
 `
 
 // writeRealNodeFiles writes node i's kubelet, containerd and CNI configuration into its node
-// directory (its kubeconfig is written with the PKI).
-func writeRealNodeFiles(l Layout, i int, node string) error {
+// directory (its kubeconfig is written with the PKI); the kubelet runs at most maxPods pods.
+func writeRealNodeFiles(l Layout, i int, node string, maxPods int) error {
 	dir := l.NodeDir(node)
 	if err := os.MkdirAll(filepath.Join(dir, nodeCNIDir), 0o755); err != nil {
 		return fmt.Errorf("create node dir: %w", err)
 	}
 	files := map[string]string{
-		nodeKubeletConfig:    fmt.Sprintf(kubeletConfig, kubeletPort, filepath.Join(l.PKI(), caCertFile), podCIDR(i)),
+		nodeKubeletConfig:    fmt.Sprintf(kubeletConfig, kubeletPort, filepath.Join(l.PKI(), caCertFile), podCIDR(i), maxPods),
 		nodeContainerdConfig: fmt.Sprintf(containerdConfig, SandboxImage, filepath.Join(dir, nodeCNIDir)),
 		filepath.Join(nodeCNIDir, "10-lvms-dev.conflist"): fmt.Sprintf(cniConfig, podCIDR(i)),
 	}
@@ -159,7 +159,7 @@ func (c *cluster) realNodeEnv(i int, node, prefix string) map[string]string {
 func (c *cluster) prepareRealNodes() error {
 	return c.step("node configs, egress proxy", func() error {
 		for i := range c.cfg.Nodes {
-			if err := writeRealNodeFiles(c.l, i, nodeName(i)); err != nil {
+			if err := writeRealNodeFiles(c.l, i, nodeName(i), c.cfg.MaxPods); err != nil {
 				return err
 			}
 		}

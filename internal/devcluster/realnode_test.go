@@ -48,7 +48,7 @@ func TestEgressRoute(t *testing.T) {
 
 func TestRealNodeFiles(t *testing.T) {
 	l := Layout{Dir: t.TempDir()}
-	if err := writeRealNodeFiles(l, 1, "node-1"); err != nil {
+	if err := writeRealNodeFiles(l, 1, "node-1", 64); err != nil {
 		t.Fatal(err)
 	}
 	var kubelet map[string]any
@@ -59,7 +59,10 @@ func TestRealNodeFiles(t *testing.T) {
 	if err := yaml.Unmarshal(b, &kubelet); err != nil {
 		t.Fatalf("kubelet config is not YAML: %v", err)
 	}
-	for key, want := range map[string]any{"cgroupDriver": "cgroupfs", "podCIDR": "10.244.2.0/24", "imageGCHighThresholdPercent": float64(100)} {
+	for key, want := range map[string]any{
+		"cgroupDriver": "cgroupfs", "podCIDR": "10.244.2.0/24", "imageGCHighThresholdPercent": float64(100),
+		"maxPods": float64(64),
+	} {
 		if kubelet[key] != want {
 			t.Errorf("kubelet config %s = %v, want %v", key, kubelet[key], want)
 		}

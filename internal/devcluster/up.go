@@ -25,9 +25,9 @@ type UpOptions struct {
 	// KubeAssets and CSITools are the binary directories; hack/kube-assets.sh and
 	// hack/csi-tools.sh build or find them when empty.
 	KubeAssets, CSITools string
-	// Nodes, Disks, DiskSize and MemoryMiB shape the guest nodes; MemoryMiB 0 is
-	// DefaultMemoryMiB.
-	Nodes, Disks, MemoryMiB int
+	// Nodes, Disks, DiskSize, MemoryMiB and MaxPods shape the guest nodes; MemoryMiB 0 is
+	// DefaultMemoryMiB, MaxPods 0 DefaultMaxPods.
+	Nodes, Disks, MemoryMiB, MaxPods int
 	DiskSize                int64
 	// ImagesDir holds the OCI archives the nodes import (<repo>/_output/images when empty).
 	ImagesDir string
@@ -128,11 +128,14 @@ func resetState(l Layout) error {
 // (the product runs from its image).
 func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	cfg := Config{RepoDir: o.RepoDir, KubeAssets: o.KubeAssets, CSITools: o.CSITools, Nodes: o.Nodes,
-		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB, SchedulerExtender: o.SchedulerExtender,
+		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB, MaxPods: o.MaxPods, SchedulerExtender: o.SchedulerExtender,
 		SnapshotMetadata: o.SnapshotMetadata, Profiling: o.Profiling, LVMSDev: filepath.Join(l.Bin(), "lvms-dev"),
 		GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
 	if cfg.MemoryMiB <= 0 {
 		cfg.MemoryMiB = DefaultMemoryMiB
+	}
+	if cfg.MaxPods <= 0 {
+		cfg.MaxPods = DefaultMaxPods
 	}
 	var err error
 	if cfg.RepoDir == "" {
@@ -184,6 +187,10 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 // DefaultMemoryMiB is a guest's memory: a node holds containerd's images and the pods' writable
 // layers on tmpfs besides kubelet (~90 MB) and containerd (~50 MB).
 const DefaultMemoryMiB = 1536
+
+// DefaultMaxPods is a node's pod limit (the kubelet's maxPods): enough for the demo and the e2e
+// suite with room to spare; make bench-cluster raises it for fifty claims per node (--max-pods).
+const DefaultMaxPods = 40
 
 // hostOnlyImages are archives of components the dev cluster runs as host processes (cluster
 // add-ons, not the product): the nodes do not import them, which saves a guest import each.

@@ -54,6 +54,9 @@ PROFILE="${PROFILE:-0}"
 up_args=()
 [[ "${PROFILE}" -gt 0 ]] && up_args+=(--profiling)
 [[ -n "${NODE_MEMORY:-}" ]] && up_args+=(--memory "${NODE_MEMORY}")
+# Room for the claims' pods beside the product's and the system's (lvms-dev's default is 40).
+per_node=$(((CLAIMS + NODES - 1) / NODES))
+((per_node + 10 > 40)) && up_args+=(--max-pods "$((per_node + 10))")
 "${BIN}/lvms-dev" up --state-dir "${STATE}" --nodes "${NODES}" --disks 2 --disk-size 8 "${up_args[@]}" >&2
 export KUBECONFIG="${STATE}/kubeconfig"
 lvmcluster=test/bench/lvmcluster.yaml

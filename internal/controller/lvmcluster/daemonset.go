@@ -117,10 +117,12 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 			corev1ac.ContainerPort().WithName("healthz").WithContainerPort(nodeHealthzPort),
 			corev1ac.ContainerPort().WithName(nodeMetricsPortName).WithContainerPort(nodeMetricsPort),
 		).
-		// A busy node answers slowly: 5 s per probe, and liveness only once the agent served once.
-		// The startup probe asks every second (for up to 5 min), so the pod is Ready within a
-		// second of the agent serving (at 5 s it waited 4 s more, 2026-11-26 with 1,000 LVs); the
-		// kubelet runs one probe at a time, so a slow answer only spaces them out.
+		// A busy node answers slowly, and liveness starts only once the agent served once. The
+		// startup probe asks every second (for up to 5 min), so the pod is Ready within a second
+		// of the agent serving (at 5 s it waited 4 s more, 2026-11-26 with 1,000 LVs); the kubelet
+		// runs one probe at a time, so a slow answer only spaces them out. Liveness restarts the
+		// agent only after about 2.5 min without an answer within 10 s: with 5 s and 3 failures,
+		// two agents were killed while their nodes started 40 pods each (2026-11-26, 200 claims).
 		WithStartupProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").
 			WithPort(
 				intstr.FromString("healthz"),
@@ -128,7 +130,7 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 		WithLivenessProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").
 			WithPort(
 				intstr.FromString("healthz"),
-			)).WithPeriodSeconds(30).WithTimeoutSeconds(5).WithFailureThreshold(3)).
+			)).WithPeriodSeconds(30).WithTimeoutSeconds(10).WithFailureThreshold(5)).
 		WithVolumeMounts(
 			mount("csi-socket-dir", csiSocketDirInPod),
 			mount("registration-dir", registrationDir),
