@@ -131,8 +131,18 @@ func writeRealNodeFiles(l Layout, i int, node string, maxPods int) error {
 		return fmt.Errorf("create node dir: %w", err)
 	}
 	files := map[string]string{
-		nodeKubeletConfig:    fmt.Sprintf(kubeletConfig, kubeletPort, filepath.Join(l.PKI(), caCertFile), podCIDR(i), maxPods),
-		nodeContainerdConfig: fmt.Sprintf(containerdConfig, SandboxImage, filepath.Join(dir, nodeCNIDir)),
+		nodeKubeletConfig: fmt.Sprintf(
+			kubeletConfig,
+			kubeletPort,
+			filepath.Join(l.PKI(), caCertFile),
+			podCIDR(i),
+			maxPods,
+		),
+		nodeContainerdConfig: fmt.Sprintf(
+			containerdConfig,
+			SandboxImage,
+			filepath.Join(dir, nodeCNIDir),
+		),
 		filepath.Join(nodeCNIDir, "10-lvms-dev.conflist"): fmt.Sprintf(cniConfig, podCIDR(i)),
 	}
 	for name, body := range files {

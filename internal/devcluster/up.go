@@ -28,7 +28,7 @@ type UpOptions struct {
 	// Nodes, Disks, DiskSize, MemoryMiB and MaxPods shape the guest nodes; MemoryMiB 0 is
 	// DefaultMemoryMiB, MaxPods 0 DefaultMaxPods.
 	Nodes, Disks, MemoryMiB, MaxPods int
-	DiskSize                int64
+	DiskSize                         int64
 	// ImagesDir holds the OCI archives the nodes import (<repo>/_output/images when empty).
 	ImagesDir string
 	// NoProduct leaves the product out of the cluster (to try the nodes alone).
@@ -127,10 +127,21 @@ func resetState(l Layout) error {
 // prepare finds the repository, the images and the binaries and builds lvms-dev and guestbridge
 // (the product runs from its image).
 func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
-	cfg := Config{RepoDir: o.RepoDir, KubeAssets: o.KubeAssets, CSITools: o.CSITools, Nodes: o.Nodes,
-		Disks: o.Disks, DiskSize: o.DiskSize, MemoryMiB: o.MemoryMiB, MaxPods: o.MaxPods, SchedulerExtender: o.SchedulerExtender,
-		SnapshotMetadata: o.SnapshotMetadata, Profiling: o.Profiling, LVMSDev: filepath.Join(l.Bin(), "lvms-dev"),
-		GuestBridge: filepath.Join(l.Bin(), "guestbridge")}
+	cfg := Config{
+		RepoDir:           o.RepoDir,
+		KubeAssets:        o.KubeAssets,
+		CSITools:          o.CSITools,
+		Nodes:             o.Nodes,
+		Disks:             o.Disks,
+		DiskSize:          o.DiskSize,
+		MemoryMiB:         o.MemoryMiB,
+		MaxPods:           o.MaxPods,
+		SchedulerExtender: o.SchedulerExtender,
+		SnapshotMetadata:  o.SnapshotMetadata,
+		Profiling:         o.Profiling,
+		LVMSDev:           filepath.Join(l.Bin(), "lvms-dev"),
+		GuestBridge:       filepath.Join(l.Bin(), "guestbridge"),
+	}
 	if cfg.MemoryMiB <= 0 {
 		cfg.MemoryMiB = DefaultMemoryMiB
 	}
