@@ -35,10 +35,17 @@ type Disk struct {
 	// LogicalVolume is set for an excluded LVM logical volume (a thin pool and its parts, a volume):
 	// the node reports it, but it is never a disk to build on, so the table leaves it out.
 	LogicalVolume bool `json:"logicalVolume,omitempty"`
+	// KubeletLoop is set for an excluded loop device the kubelet attached to a Block volume in use:
+	// the node reports it, but the table leaves it out, as it does logical volumes.
+	KubeletLoop bool `json:"kubeletLoop,omitempty"`
 }
 
-// lvReason is the device filter's reason for an LVM logical volume (internal/devices, rejectType).
-const lvReason = "(type lvm)"
+// The device filter's reasons (internal/devices) for an LVM logical volume (rejectType) and for a
+// loop device of the kubelet (rejectKubeletLoop).
+const (
+	lvReason          = "(type lvm)"
+	kubeletLoopReason = "is a loop device backing kubelet plugin storage"
+)
 
 // RunDisks is kubectl lvms disks [node].
 func RunDisks(ctx context.Context, c client.Reader, opts Options, args []string, out io.Writer) error {
@@ -115,6 +122,7 @@ func nodeDisks(ns lvmv1alpha1.LVMVolumeGroupNodeStatus) []Disk {
 			d.ExcludedBy, d.Reasons = nil, nil
 		}
 		d.LogicalVolume = slices.ContainsFunc(d.Reasons, func(r string) bool { return strings.HasSuffix(r, lvReason) })
+		d.KubeletLoop = !d.LogicalVolume && slices.Contains(d.Reasons, kubeletLoopReason)
 		out = append(out, *d)
 	}
 	slices.SortFunc(out, func(a, b Disk) int { return cmp.Compare(a.Device, b.Device) })
@@ -146,10 +154,9 @@ func (r *DisksReport) writeTable(out io.Writer) error {
 		return err
 	}
 	t := newTable(out, "NODE", "DEVICE", "CLASS", "VERDICT")
-	lvs := 0
+	var left leftOut
 	for _, d := range r.Disks {
-		if d.LogicalVolume {
-			lvs++
+		if left.skip(d) {
 			continue
 		}
 		class := strings.Join(d.UsedBy, ",")
@@ -161,5 +168,5 @@ func (r *DisksReport) writeTable(out io.Writer) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	return writeLVNote(out, lvs)
+	return left.write(out)
 }

@@ -76,13 +76,43 @@ func orDash(s string) string {
 	return s
 }
 
-// writeLVNote says how many LVM logical volumes a table of disks left out, if any: the node agents
-// report them as excluded devices, but thin pools and volumes are not disks.
-func writeLVNote(out io.Writer, lvs int) error {
-	if lvs == 0 {
+// leftOut counts the devices a table of disks leaves out: the node agents report them as excluded
+// devices, but they are never disks to build on.
+type leftOut struct {
+	// lvs are LVM logical volumes: thin pools, their parts, volumes.
+	lvs int
+	// loops are the loop devices the kubelet attaches to Block volumes while a pod uses them.
+	loops int
+}
+
+// skip counts d and reports true when the table leaves it out.
+func (l *leftOut) skip(d Disk) bool {
+	switch {
+	case d.LogicalVolume:
+		l.lvs++
+	case d.KubeletLoop:
+		l.loops++
+	default:
+		return false
+	}
+	return true
+}
+
+// write says how many devices of each kind the table left out, if any.
+func (l leftOut) write(out io.Writer) error {
+	var lines []string
+	if l.lvs > 0 {
+		lines = append(lines, fmt.Sprintf(
+			"%d LVM logical volume(s) left out (thin pools and volumes are not disks; -o yaml lists them).", l.lvs))
+	}
+	if l.loops > 0 {
+		lines = append(lines, fmt.Sprintf(
+			"%d loop device(s) of the kubelet left out (it attaches one to each Block volume in use; -o yaml "+
+				"lists them).", l.loops))
+	}
+	if len(lines) == 0 {
 		return nil
 	}
-	_, err := fmt.Fprintf(out,
-		"\n%d LVM logical volume(s) left out (thin pools and volumes are not disks; -o yaml lists them).\n", lvs)
+	_, err := fmt.Fprintf(out, "\n%s\n", strings.Join(lines, "\n"))
 	return err
 }

@@ -209,22 +209,21 @@ func (r *PlanReport) writeTable(out io.Writer) error {
 	return r.writeNext(out)
 }
 
-// writeDisksNotUsed writes the disks no device class would use, LVM logical volumes left out.
+// writeDisksNotUsed writes the disks no device class would use, LVM logical volumes and the
+// kubelet's loop devices left out.
 func (r *PlanReport) writeDisksNotUsed(out io.Writer) error {
 	var disks []Disk
-	lvs := 0
+	var left leftOut
 	for _, d := range r.DisksNotUsed {
-		if d.LogicalVolume {
-			lvs++
-			continue
+		if !left.skip(d) {
+			disks = append(disks, d)
 		}
-		disks = append(disks, d)
 	}
 	if len(disks) == 0 {
 		if _, err := fmt.Fprintln(out, "\nDisks not used: none."); err != nil {
 			return err
 		}
-		return writeLVNote(out, lvs)
+		return left.write(out)
 	}
 	if _, err := fmt.Fprintln(out, "\nDisks not used:"); err != nil {
 		return err
@@ -236,7 +235,7 @@ func (r *PlanReport) writeDisksNotUsed(out io.Writer) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	return writeLVNote(out, lvs)
+	return left.write(out)
 }
 
 // writeNext says what is still awaited, or how to apply the plan, and how to discard it.

@@ -91,6 +91,8 @@ var volatile = []struct {
 	{regexp.MustCompile(`(?m)[0-9.]+[KMGT]?i?( \([0-9]+ bytes\))? free([,;]|$)`), "FREE free$2"},
 	// Other tests' volumes may still be on the nodes (their device-mapper devices are counted).
 	{regexp.MustCompile(`[0-9]+ LVM logical volume\(s\) left out`), "N LVM logical volume(s) left out"},
+	// Their Block volumes' pods may still be going away, with the loop devices the kubelet attached.
+	{regexp.MustCompile(`(?m)^[0-9]+ loop device\(s\) of the kubelet left out .*\n`), ""},
 	{
 		regexp.MustCompile(`the largest is [0-9.]+[KMGT]?i?( \([0-9]+ bytes\))? on node-[0-9]+`),
 		"the largest is FREE on NODE",
