@@ -281,10 +281,16 @@ func rejectSignatures(c Candidate, p Policy) []string {
 }
 
 func rejectKubeletLoop(c Candidate, _ Policy) []string {
-	if c.Device.Type == "loop" && strings.Contains(c.Facts.LoopBackingFile, "plugins/kubernetes.io") {
+	if kubeletLoop(c.Device, c.Facts) {
 		return []string{"is a loop device backing kubelet plugin storage"}
 	}
 	return nil
+}
+
+// kubeletLoop reports whether d is a loop device whose backing file is the kubelet's: the kubelet
+// attaches one to each Block volume a pod uses.
+func kubeletLoop(d BlockDevice, f Facts) bool {
+	return d.Type == "loop" && strings.Contains(f.LoopBackingFile, "plugins/kubernetes.io")
 }
 
 func rejectEmpty(c Candidate, _ Policy) []string {

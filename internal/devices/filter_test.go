@@ -201,6 +201,48 @@ func TestPlan(t *testing.T) {
 	})
 }
 
+// TestPlanDoesNotReadVolumes checks that the devices of volumes, a logical volume on a PV of the VG and
+// a loop device the kubelet attached to a Block volume, are rejected for what they are without a
+// signature probe or an exclusive open, while the disk beside them gets both.
+func TestPlanDoesNotReadVolumes(t *testing.T) {
+	lsblk := `{"blockdevices":[
+		{"name":"/dev/loop0","kname":"/dev/loop0","type":"loop","size":134217728,"ro":false,"rota":false},
+		{"name":"/dev/vda","kname":"/dev/vda","type":"disk","size":8589934592,"ro":false,"rota":false,
+		 "fstype":"LVM2_member","children":[
+		  {"name":"/dev/mapper/vg1-lv1","kname":"/dev/dm-0","type":"lvm","size":134217728,"ro":false,"rota":false}]},
+		{"name":"/dev/vdb","kname":"/dev/vdb","type":"disk","size":8589934592,"ro":false,"rota":false}]}`
+	f := exectest.New().
+		On(exectest.OK(lsblk), "lsblk", "--json", "--paths", "--bytes", "-o", lsblkColumns).
+		On(exectest.OK("DEVNAME=/dev/vda\nTYPE=LVM2_member\nUSAGE=raid\n"), "blkid", "-p", "-o", "export", "/dev/vda").
+		On(exectest.Fail(2, ""), "blkid", "-p", "-o", "export", "/dev/vdb").
+		On(exectest.OK(`{"signatures":[]}`), "wipefs", "--no-act", "--json", "/dev/vdb")
+	fsys := fakeSys("", map[string]string{
+		"vda/dev": "252:0\n", "vdb/dev": "252:16\n", "vda/holders/dm-0": "", "dm-0/dev": "253:0\n",
+		"loop0/dev":               "7:0\n",
+		"loop0/loop/backing_file": "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pvc-1/0f1e\n",
+	})
+	var opened []string
+	h := NewHost(f, fsys, WithResolver(func(p string) (string, error) { return p, nil }),
+		WithOpenExclusive(func(p string) (io.Closer, error) {
+			opened = append(opened, p)
+			return io.NopCloser(nil), nil
+		}))
+	assertPlan(t, h, map[string]string{
+		"/dev/vdb":            "",
+		"/dev/mapper/vg1-lv1": "is an LVM logical volume (type lvm)",
+		"/dev/loop0":          "is a loop device backing kubelet plugin storage",
+	})
+	for _, l := range f.Lines() {
+		if strings.Contains(l, "/dev/dm-0") || strings.Contains(l, "/dev/loop0") {
+			t.Errorf("ran %q on a volume's device", l)
+		}
+	}
+	slices.Sort(opened)
+	if want := []string{"/dev/vda", "/dev/vdb"}; !slices.Equal(opened, want) {
+		t.Errorf("opened exclusively %q, want %q", opened, want)
+	}
+}
+
 // assertPlan plans h for VG vg1 and checks each listed device's reasons, joined with "; ".
 func assertPlan(t *testing.T, h *Host, want map[string]string) {
 	t.Helper()

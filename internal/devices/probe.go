@@ -81,15 +81,13 @@ type Facts struct {
 	NotExclusive string
 }
 
-// Inspect probes one device: signatures (blkid -p, and wipefs when blkid finds nothing), partitions
-// and holders (sysfs), mounts in any mount namespace including bind mounts of its device node, swap
-// and open descriptors (from u, see ReadUsage), loop backing file and dm suspension (sysfs), and
-// whether it can be opened exclusively right now.
+// Inspect probes one device: partitions and holders (sysfs), mounts in any mount namespace including
+// bind mounts of its device node, swap and open descriptors (from u, see ReadUsage), loop backing
+// file and dm suspension (sysfs), then signatures (blkid -p, and wipefs when blkid finds nothing) and
+// whether it can be opened exclusively right now. An LVM logical volume and a loop device of the
+// kubelet's get no signature probe and no exclusive open (see volumeDevice).
 func (h *Host) Inspect(ctx context.Context, d BlockDevice, u Usage) (Facts, error) {
 	var f Facts
-	if err := h.probeSignatures(ctx, d.KName, &f); err != nil {
-		return Facts{}, err
-	}
 	name := path.Base(d.KName)
 	sys := "sys/class/block/" + name
 	var err error
@@ -107,12 +105,27 @@ func (h *Host) Inspect(ctx context.Context, d BlockDevice, u Usage) (Facts, erro
 	if s, err := h.readTrimmed(sys + "/dm/suspended"); err == nil && s == "1" {
 		f.Suspended = true
 	}
+	if volumeDevice(d, f) {
+		return f, nil
+	}
+	if err := h.probeSignatures(ctx, d.KName, &f); err != nil {
+		return Facts{}, err
+	}
 	if c, err := h.openExcl(d.KName); err != nil {
 		f.NotExclusive = err.Error()
 	} else {
 		_ = c.Close()
 	}
 	return f, nil
+}
+
+// volumeDevice reports whether d is a device of a volume rather than a disk: an LVM logical volume (a
+// thin pool, its parts, a volume) or a loop device the kubelet attached to a Block volume. The filter
+// rejects both whatever their content (rejectType, rejectKubeletLoop), so Inspect does not read them:
+// a node holds one of each per volume, blkid and wipefs on each cost a second or more on every
+// discovery, and an open of a volume's device can make an lvremove of it fail as in use.
+func volumeDevice(d BlockDevice, f Facts) bool {
+	return d.Type == "lvm" || kubeletLoop(d, f)
 }
 
 // blkid's exit statuses with -p: nothing found (or the device could not be read), and conflicting
