@@ -281,7 +281,13 @@ func startLVMDNode(t *testing.T) *lvmdNode {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = mgr.Start(ctx) }()
+	// The manager runs on its own context and the test waits for it to stop: the next test's node
+	// has the same name, and a manager still shutting down would reconcile that test's volumes into
+	// this test's fake volume group.
+	mgrCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = mgr.Start(mgrCtx) }()
+	t.Cleanup(func() { stop(); <-stopped })
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("the node's cache did not sync")
 	}
