@@ -17,7 +17,10 @@
 # <class>/profiles/<pod>.{cpu,heap}.pb.gz (`go tool pprof`); CLASSES (default "lvms-thin lvms-thick")
 # the StorageClasses to run, in order; NODE_MEMORY, MiB per node (lvms-dev up --memory; default its
 # own); BENCH_KEEP=1 leaves the cluster up. The nodes import the
-# images in _output/images (make images; make bench-cluster builds them first).
+# images in _output/images (make images; make bench-cluster builds them first). OPERATOR_NODE=1 brings
+# up one node more, node-NODES, and moves the operator's pod there before the LVMCluster is applied,
+# so the claims (pinned to the first NODES nodes) never share a node with the operator and its CSI
+# sidecars.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -57,8 +60,16 @@ up_args=()
 # Room for the claims' pods beside the product's and the system's (lvms-dev's default is 40).
 per_node=$(((CLAIMS + NODES - 1) / NODES))
 ((per_node + 10 > 40)) && up_args+=(--max-pods "$((per_node + 10))")
-"${BIN}/lvms-dev" up --state-dir "${STATE}" --nodes "${NODES}" --disks 2 --disk-size 8 "${up_args[@]}" >&2
+all_nodes="${NODES}"
+[[ "${OPERATOR_NODE:-}" == 1 ]] && all_nodes=$((NODES + 1))
+"${BIN}/lvms-dev" up --state-dir "${STATE}" --nodes "${all_nodes}" --disks 2 --disk-size 8 "${up_args[@]}" >&2
 export KUBECONFIG="${STATE}/kubeconfig"
+if [[ "${OPERATOR_NODE:-}" == 1 ]]; then
+	"${kubectl}" -n lvms-system patch deployment lvms-operator --type merge \
+		-p "{\"spec\":{\"template\":{\"spec\":{\"nodeSelector\":{\"kubernetes.io/hostname\":\"node-${NODES}\"}}}}}" >&2
+	"${kubectl}" -n lvms-system rollout status deployment lvms-operator --timeout=10m >&2
+	log "the operator runs on node-${NODES}; the claims go to the first ${NODES} nodes"
+fi
 lvmcluster=test/bench/lvmcluster.yaml
 # The scale mode's thin pool has room for the metadata of a thousand and more LVs.
 [[ -n "${SCALE:-}" ]] && lvmcluster=test/bench/lvmcluster-scale.yaml
