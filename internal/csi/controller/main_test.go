@@ -43,6 +43,9 @@ const (
 	nodeFull   = "node-full"   // answers every create with ResourceExhausted
 	nodeManual = "node-manual" // does nothing; tests write the status themselves
 	nodeLVMD   = "node-lvmd"   // left to the real LogicalVolume reconciler and lvmd of TestReasonWalk
+	// nodeLVMDThick is TestThickSnapshotsAndClones's node of the same kind. A node of its own: its
+	// fresh lvmd would otherwise also reconcile what TestReasonWalk left on node-lvmd (see there).
+	nodeLVMDThick = "node-lvmd-thick"
 )
 
 const finalizer = "topolvm.io/test-node"
@@ -95,11 +98,12 @@ func setUp(ctx context.Context, cfg *rest.Config) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	for name, annotations := range map[string]map[string]string{
-		nodeA:      {lvmcsi.CapacityAnnotation(""): gib(10), lvmcsi.CapacityAnnotation("ssd"): gib(5)},
-		nodeB:      {lvmcsi.CapacityAnnotation(""): gib(20), lvmcsi.CapacityAnnotation("ssd"): "garbage"},
-		nodeFull:   {lvmcsi.CapacityAnnotation(""): "0"},
-		nodeManual: {},
-		nodeLVMD:   {}, // publishes no capacity, so only requests that name it reach it
+		nodeA:         {lvmcsi.CapacityAnnotation(""): gib(10), lvmcsi.CapacityAnnotation("ssd"): gib(5)},
+		nodeB:         {lvmcsi.CapacityAnnotation(""): gib(20), lvmcsi.CapacityAnnotation("ssd"): "garbage"},
+		nodeFull:      {lvmcsi.CapacityAnnotation(""): "0"},
+		nodeManual:    {},
+		nodeLVMD:      {}, // publishes no capacity, so only requests that name it reach it
+		nodeLVMDThick: {},
 	} {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
 		if err := k8s.Create(ctx, n); err != nil {
@@ -229,7 +233,7 @@ func (f *fakeNode) reconcile(lv *topolvmv1.LogicalVolume) error {
 	ctx := f.ctx
 	node := lv.Spec.NodeName
 	switch {
-	case node == nodeManual || node == nodeLVMD:
+	case node == nodeManual || node == nodeLVMD || node == nodeLVMDThick:
 		return nil
 	case lv.DeletionTimestamp != nil:
 		orig := lv.DeepCopy()

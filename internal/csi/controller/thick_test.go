@@ -21,10 +21,10 @@ import (
 // group cannot hold is ResourceExhausted and says so, and a clone is refused (InvalidArgument) with
 // the way to a full copy, because a writable copy-on-write snapshot would not survive its source.
 func TestThickSnapshotsAndClones(t *testing.T) {
-	n := startLVMDNode(t)
+	n := startLVMDNode(t, nodeLVMDThick)
 	thick := withParam(lvmcsi.ParamDeviceClass, "thick")
 	// 1 GiB + 4 KiB: lvm2 makes it 1028 MiB (whole 4 MiB extents).
-	src := mustCreate(t, createReq(uniqueName("thick"), onNode(nodeLVMD), thick, withRange(lvmcsi.GiB+4096, 0)))
+	src := mustCreate(t, createReq(uniqueName("thick"), onNode(nodeLVMDThick), thick, withRange(lvmcsi.GiB+4096, 0)))
 	const mib = lvmcsi.MiB
 	if src.GetCapacityBytes() != 1028*mib {
 		t.Fatalf("source capacity %d, want 1028 MiB", src.GetCapacityBytes())
@@ -57,7 +57,7 @@ func TestThickSnapshotsAndClones(t *testing.T) {
 	})
 
 	t.Run("snapshot larger than the free space is ResourceExhausted", func(t *testing.T) {
-		big := mustCreate(t, createReq(uniqueName("thick"), onNode(nodeLVMD), thick, withRange(60*lvmcsi.GiB, 0)))
+		big := mustCreate(t, createReq(uniqueName("thick"), onNode(nodeLVMDThick), thick, withRange(60*lvmcsi.GiB, 0)))
 		snapName := uniqueName("snapshot")
 		_, err := srv.CreateSnapshot(testCtx(t),
 			&csi.CreateSnapshotRequest{Name: snapName, SourceVolumeId: big.GetVolumeId()})
@@ -75,7 +75,10 @@ func TestThickSnapshotsAndClones(t *testing.T) {
 
 	t.Run("clone is refused with the way to a copy", func(t *testing.T) {
 		name := uniqueName("clone")
-		_, err := srv.CreateVolume(testCtx(t), createReq(name, onNode(nodeLVMD), thick, fromVolume(src.GetVolumeId())))
+		_, err := srv.CreateVolume(
+			testCtx(t),
+			createReq(name, onNode(nodeLVMDThick), thick, fromVolume(src.GetVolumeId())),
+		)
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), lvmd.ThickCloneRefused) {
 			t.Fatalf("clone of a thick volume: %v\nwant InvalidArgument with %q", err, lvmd.ThickCloneRefused)
 		}
