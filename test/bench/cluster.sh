@@ -86,9 +86,9 @@ if [[ -n "${SCALE:-}" ]]; then
 	exit "${failed}"
 fi
 for class in ${CLASSES:-lvms-thin lvms-thick}; do
-	# shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
 	# A namespace per class: a claim of one class that is stuck going away (a pod the node's runtime
 	# cannot kill) must not take the name of the next class's claim.
+	# shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
 	"${BIN}/bench-cluster" --storage-class "${class}" --claims "${CLAIMS}" --nodes "${NODES}" \
 		--namespace "bench-${class}" --profile-seconds "${PROFILE}" --results "${OUT}/${class}" \
 		${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1

@@ -294,9 +294,9 @@ func startLVMDNode(t *testing.T, node string) *lvmdNode {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// The manager runs on its own context and the test waits for it to stop: the next test's node
-	// has the same name, and a manager still shutting down would reconcile that test's volumes into
-	// this test's fake volume group.
+	// The manager runs on its own context and the test waits for it to stop: a repeat of the test
+	// (-count) uses the same node name, and a manager still shutting down would reconcile the
+	// repeat's volumes into this run's fake volume group.
 	mgrCtx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = mgr.Start(mgrCtx) }()
