@@ -85,6 +85,9 @@ type Outcome struct {
 	// CanGrow is true when disks appearing later would change the volume group (Dynamic policy,
 	// or the VG does not exist yet), i.e. when it is worth looking again without an event.
 	CanGrow bool
+	// Observed is the LVM state the status was derived from when the call changed nothing (nil
+	// after a change): the caller can give lvmd its device classes from it without reading again.
+	Observed *lvm.State
 }
 
 // Reconcile plans and, unless in.DryRun, applies the changes that make the volume group match in.
@@ -94,9 +97,9 @@ func (m *NodeManager) Reconcile(ctx context.Context, in Input, hooks Hooks) (Out
 	if err != nil {
 		return Outcome{Status: failedStatus(in.Name, nil, err)}, err
 	}
-	out := Outcome{CanGrow: p.canGrow()}
+	out := Outcome{CanGrow: p.canGrow(), Observed: p.state}
 	if p.failure != "" {
-		return Outcome{Status: p.status(lvmv1alpha1.VGStatusFailed, p.failure), CanGrow: true}, nil
+		return Outcome{Status: p.status(lvmv1alpha1.VGStatusFailed, p.failure), CanGrow: true, Observed: p.state}, nil
 	}
 	changes := p.changes()
 	if len(changes) == 0 {
@@ -111,6 +114,7 @@ func (m *NodeManager) Reconcile(ctx context.Context, in Input, hooks Hooks) (Out
 		)
 		return out, nil
 	}
+	out.Observed = nil // changing: what was observed is old from here on
 	if hooks.BeforeChange != nil {
 		st := p.status(lvmv1alpha1.VGStatusProgressing, "applying: will "+strings.Join(changes, "; "))
 		if err := hooks.BeforeChange(ctx, st); err != nil {

@@ -97,6 +97,9 @@ type scope struct {
 	// drops the entry instead and lets the finalizer go.
 	status   *lvmv1alpha1.VGStatus
 	tornDown bool
+	// observed is the LVM state reconcileVG read and did not change (nil otherwise): the lvmd feed
+	// that follows uses it instead of reading the state again.
+	observed *lvm.State
 }
 
 // phase is one named step of a reconcile.
@@ -261,7 +264,7 @@ func (r *Reconciler) reconcileVG(ctx context.Context, s *scope) (ctrl.Result, er
 		AfterWipe: func(ctx context.Context) error { return r.markWiped(ctx, s) },
 	}
 	out, err := r.nodes.Reconcile(ctx, in, hooks)
-	s.status = &out.Status
+	s.status, s.observed = &out.Status, out.Observed
 	if changing && r.changed != nil {
 		r.changed() // whether or not every change succeeded: some may have
 	}
@@ -334,8 +337,13 @@ func (r *Reconciler) teardown(ctx context.Context, s *scope) (ctrl.Result, error
 	return ctrl.Result{}, nil
 }
 
+// feedLVMDPhase feeds lvmd after reconcileVG or teardown. A pass that changed nothing (the periodic
+// one, every DiscoveryInterval per volume group) feeds from the state it has just read: nothing
+// else changes volume groups or thin pools in between (one reconcile at a time; lvmd changes only
+// LVs, which the device classes do not depend on), and each read is an `lvm fullreport` that
+// holds the VG lock lvcreate and lvremove wait for.
 func (r *Reconciler) feedLVMDPhase(ctx context.Context, s *scope) (ctrl.Result, error) {
-	return ctrl.Result{}, r.feedLVMD(ctx, s.node)
+	return ctrl.Result{}, r.feedLVMDFrom(ctx, s.node, s.observed)
 }
 
 // FeedLVMDAtStart gives lvmd the device classes of this node once, at start, even when no volume
@@ -364,6 +372,11 @@ func (r *Reconciler) FeedLVMDAtStart(ctx context.Context) error {
 // each one lists, reads the LVM state and replaces as one step, so an older view never replaces a
 // newer one.
 func (r *Reconciler) feedLVMD(ctx context.Context, node *corev1.Node) error {
+	return r.feedLVMDFrom(ctx, node, nil)
+}
+
+// feedLVMDFrom is feedLVMD from state, read here when nil.
+func (r *Reconciler) feedLVMDFrom(ctx context.Context, node *corev1.Node, state *lvm.State) error {
 	r.feedMu.Lock()
 	defer r.feedMu.Unlock()
 	var list lvmv1alpha1.LVMVolumeGroupList
@@ -380,9 +393,11 @@ func (r *Reconciler) feedLVMD(ctx context.Context, node *corev1.Node) error {
 			mine = append(mine, vg)
 		}
 	}
-	state, err := r.lvm.State(ctx)
-	if err != nil {
-		return fmt.Errorf("device classes for lvmd: %w", err)
+	if state == nil {
+		var err error
+		if state, err = r.lvm.State(ctx); err != nil {
+			return fmt.Errorf("device classes for lvmd: %w", err)
+		}
 	}
 	cfg, err := LVMDConfig(mine, state)
 	if err != nil {

@@ -214,9 +214,19 @@ func TestReconcileBuildsVolumeGroupAndReports(t *testing.T) {
 	if e.stateChanges != 1 {
 		t.Errorf("%d state changes reported after building the VG, want 1", e.stateChanges)
 	}
+	reads, feeds := n.lvm.reads, len(e.sink.cfg)
 	e.reconcile("vg1")
 	if e.stateChanges != 1 {
 		t.Errorf("%d state changes reported after a reconcile that changed nothing, want 1", e.stateChanges)
+	}
+	// That periodic pass reads the LVM state once (each read holds the VG lock lvcreate waits for),
+	// and feeds lvmd from it.
+	if got := n.lvm.reads - reads; got != 1 {
+		t.Errorf("a reconcile that changed nothing read the LVM state %d times, want 1", got)
+	}
+	if len(e.sink.cfg) != feeds+1 || !slices.Equal(e.sink.classes(), []string{"vg1"}) {
+		t.Errorf("after a reconcile that changed nothing lvmd got %d feeds (want 1) with classes %v",
+			len(e.sink.cfg)-feeds, e.sink.classes())
 	}
 }
 
