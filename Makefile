@@ -142,7 +142,7 @@ bench-cluster: ## Provisioning benchmark (thin and thick) on a fresh dev cluster
 	CLAIMS="$(or $(CLAIMS),1)" NODES="$(or $(NODES),2)" SCALE="$(SCALE)" PROFILE="$(or $(PROFILE),0)" bash test/bench/cluster.sh
 
 .PHONY: test-rules
-test-rules: ## promtool check + unit tests of every alert (test/prometheus) on dist/prometheus-rules.yaml (promtool built into the cache).
+test-rules: ## promtool check + unit tests of every alert (test/prometheus) on dist/prometheus-rules.yaml (promtool of Debian's prometheus package, unpacked into the cache).
 	bash hack/test-rules.sh
 
 .PHONY: bench
