@@ -19,18 +19,18 @@ import (
 )
 
 const (
-	// luksClass is the encrypted StorageClass of TestEncryptedVolume over the thin device class.
+	// luksClass is the encrypted StorageClass of testEncryptedVolume over the thin device class.
 	luksClass = "e2e-luks2"
 	// luksSecret holds the passphrase in the test's namespace.
 	luksSecret = "luks-key"
 )
 
-// TestEncryptedVolume provisions a claim of an encrypted StorageClass (topolvm.io/encryption: luks2,
+// testEncryptedVolume provisions a claim of an encrypted StorageClass (topolvm.io/encryption: luks2,
 // node-stage and node-expand secrets) as an admin sets one up: a pod writes data; the LV carries a
 // LUKS2 header (cryptsetup luksDump on the node); deleting the pod unstages the volume (the dm-crypt
 // mapping is closed); a second pod on the same node stages it again and reads the data back; the
 // claim grows from 1Gi to 2Gi and df in the running pod sees the filesystem in the mapping grow.
-func TestEncryptedVolume(t *testing.T) {
+func testEncryptedVolume(t *testing.T) {
 	e := newEnv(t)
 	e.create(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: luksSecret},

@@ -23,13 +23,13 @@ const listerImage = "lvms.local/snapshot-metadata-lister:v0.2.0"
 // mib is one MiB.
 const mib = int64(1) << 20
 
-// TestSnapshotMetadata is changed block tracking end to end: a thin block volume gets writes at known
+// testSnapshotMetadata is changed block tracking end to end: a thin block volume gets writes at known
 // offsets, snapshot 1, more writes, snapshot 2; the upstream lister, in a pod with a service
 // account allowed to read snapshots, lists the allocated ranges of snapshot 1 and the ranges changed
 // from 1 to 2 through the external-snapshot-metadata sidecar (token authentication, TLS with the
 // CA of the SnapshotMetadataService), `lvms snapshot-metadata` and the node agent's endpoint (mutual
 // TLS). Writes are whole MiB at MiB offsets, so they are exact for any pool chunk size up to 1 MiB.
-func TestSnapshotMetadata(t *testing.T) {
+func testSnapshotMetadata(t *testing.T) {
 	e := newEnv(t)
 	e.claim("vol", thinClass, "1Gi", true, "")
 	first := [][2]int64{{0, 1}, {8, 2}, {100, 1}}    // MiB offset, MiB count
