@@ -3,7 +3,8 @@
 #
 #  1. every Go package under ./internal with test files constrained by `//go:build guest` is
 #     compiled (CGO_ENABLED=0 go test -c -tags guest) and its test binary runs inside its own
-#     User-mode Linux guest (internal/testing/uml), at most TEST_LVM_PARALLEL (2) guests at a time;
+#     User-mode Linux guest (internal/testing/uml), at most TEST_LVM_PARALLEL (2) guests at a time,
+#     the packages that took longest in the last full run first (their seconds are kept in the cache);
 #  2. the host-side tests that boot guests themselves (test files mentioning LVMS_UML_TESTS) run
 #     with LVMS_UML_TESTS=1 (the dev cluster's own up/down is proved by make e2e, whose
 #     hack/e2e.sh fails when anything of the cluster is left after lvms-dev down).
@@ -39,6 +40,16 @@ mapfile -t GUEST_PKGS < <(grep -rlP --include='*_test.go' '^//go:build\b.*(?<!!)
 # Packages whose host tests boot guests themselves.
 mapfile -t HOST_PKGS < <(grep -rl --include='*_test.go' 'LVMS_UML_TESTS' internal | xargs -r -n1 dirname | sort -u)
 
+# Longest first: the guests run PARALLEL at a time, and a long package started last is the run's
+# tail. The seconds each package's guest took in the last full run are kept in the cache; a
+# package without a record (a new one, or a cold cache) counts as the longest.
+SECONDS_FILE="${XDG_CACHE_HOME:-${HOME}/.cache}/lvms/test-lvm-seconds"
+if [[ -s "${SECONDS_FILE}" ]]; then
+	mapfile -t GUEST_PKGS < <(for dir in "${GUEST_PKGS[@]}"; do
+		echo "$(awk -v d="${dir}" '$1 == d {print $2; found=1} END {if (!found) print 99999}' "${SECONDS_FILE}") ${dir}"
+	done | sort -k1,1nr -k2 | cut -d' ' -f2)
+fi
+
 log "building umlrun"
 go build -o "${WORK}/umlrun" ./internal/testing/uml/umlrun
 
@@ -51,10 +62,12 @@ build_pkg() { # dir name
 }
 
 run_pkg() { # dir name
-	local args=(-test.v -test.count=1)
+	local args=(-test.v -test.count=1) start=${SECONDS} rc=0
 	[[ -n "${RUN_RE}" ]] && args+=("-test.run=${RUN_RE}")
 	"${WORK}/umlrun" -standard-layout -timeout "${TIMEOUT}" -dir "${ROOT}/$1" \
-		-- "${WORK}/bin/$2.test" "${args[@]}" >"${WORK}/logs/$2.log" 2>&1
+		-- "${WORK}/bin/$2.test" "${args[@]}" >"${WORK}/logs/$2.log" 2>&1 || rc=$?
+	echo "$1 $((SECONDS - start))" >"${WORK}/logs/$2.seconds"
+	return "${rc}"
 }
 
 # report prints a finished package's log and records its result.
@@ -77,11 +90,18 @@ report() { # dir name rc
 	echo "===== ${status}: ./${dir} [guest ${TIMING[${dir}]}]"
 }
 
+# Compile PARALLEL at a time (linking a test binary is mostly one thread). xargs, not jobs of this
+# shell: the guests below are its jobs, collected with wait -n.
 declare -A NAME_OF DIR_OF
 for dir in "${GUEST_PKGS[@]}"; do
-	name="${dir//\//_}"
-	NAME_OF[${dir}]="${name}"
-	if ! build_pkg "${dir}" "${name}"; then
+	NAME_OF[${dir}]="${dir//\//_}"
+done
+export -f log build_pkg
+export WORK
+printf '%s\n' "${GUEST_PKGS[@]}" | xargs -r -P "${PARALLEL}" -I{} bash -c \
+	'build_pkg "$1" "${1//\//_}" || touch "${WORK}/bin/${1//\//_}.failed"' _ {}
+for dir in "${GUEST_PKGS[@]}"; do
+	if [[ -e "${WORK}/bin/${NAME_OF[${dir}]}.failed" ]]; then
 		RESULT[${dir}]="FAIL (does not compile)"
 		failed=1
 	fi
@@ -106,6 +126,12 @@ while ((running > 0)); do
 	report "${DIR_OF[${done_pid}]}" "${NAME_OF[${DIR_OF[${done_pid}]}]}" "${rc}"
 	running=$((running - 1))
 done
+
+# The order of the next run (above): only a run of every test says how long a package takes.
+if [[ -z "${RUN_RE}" ]] && ((failed == 0)); then
+	mkdir -p "$(dirname "${SECONDS_FILE}")"
+	cat "${WORK}"/logs/*.seconds >"${SECONDS_FILE}.tmp" && mv "${SECONDS_FILE}.tmp" "${SECONDS_FILE}"
+fi
 
 # Host-side tests that boot guests.
 declare -A HOST_RESULT
