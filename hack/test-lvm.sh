@@ -98,8 +98,9 @@ for dir in "${GUEST_PKGS[@]}"; do
 done
 export -f log build_pkg
 export WORK
-printf '%s\n' "${GUEST_PKGS[@]}" | xargs -r -P "${PARALLEL}" -I{} bash -c \
-	'build_pkg "$1" "${1//\//_}" || touch "${WORK}/bin/${1//\//_}.failed"' _ {}
+for dir in "${GUEST_PKGS[@]}"; do
+	echo "${dir} ${NAME_OF[${dir}]}"
+done | xargs -r -P "${PARALLEL}" -n 2 bash -c 'build_pkg "$1" "$2" || touch "${WORK}/bin/$2.failed"' _
 for dir in "${GUEST_PKGS[@]}"; do
 	if [[ -e "${WORK}/bin/${NAME_OF[${dir}]}.failed" ]]; then
 		RESULT[${dir}]="FAIL (does not compile)"
