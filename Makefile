@@ -118,7 +118,7 @@ test-unit: ## Unit tests and envtest suites with the race detector (self-built k
 	KUBEBUILDER_ASSETS="$$assets" CGO_ENABLED=1 go test -race $(GO_TEST_FLAGS) ./...
 
 .PHONY: fuzz
-fuzz: ## Every fuzz target for FUZZTIME (default 3s) on top of its committed corpus.
+fuzz: ## Every fuzz target for FUZZTIME (default 30000x executions) on top of its committed corpus.
 	bash hack/fuzz.sh
 
 .PHONY: test-lvm
