@@ -100,17 +100,8 @@ lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./...
 
 .PHONY: test
-TEST_PHASES := tools test-unit fuzz test-lvm sanity e2e check-dist test-rules verify
-
-test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, alert tests, verify. Installs what it needs; prints each phase's time.
-	@start=$$SECONDS; times=""; \
-	for phase in $(TEST_PHASES); do \
-		t=$$SECONDS; \
-		$(MAKE) --no-print-directory $$phase; \
-		times+="$$(printf '  %-11s %5d s' "$$phase" "$$((SECONDS - t))")"$$'\n'; \
-	done; \
-	echo "make test: phase times"; printf '%s' "$$times"; \
-	echo "make test: all passed in $$((SECONDS - start)) s"
+test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, alert tests, verify; the e2e beside the rest (TEST_LANES=1: one after another). Installs what it needs; prints each phase's time.
+	MAKE="$(MAKE)" bash hack/test.sh
 
 .PHONY: test-unit
 test-unit: ## Unit tests and envtest suites with the race detector (self-built kube-apiserver + etcd).

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs every phase of `make test` and prints each phase's time and the total (what `make test` and
+# CI's .ci/run call).
+#
+# The tools phase runs first. Then two lanes run side by side, because the e2e mostly waits (its
+# cluster keeps the two cores about 45 % busy, docs/e2e.md): lane "e2e" (images, a 2-node cluster
+# and the suite) and lane "host" (test-unit, fuzz, test-lvm, sanity, check-dist, test-rules, verify;
+# verify last, as it regenerates dist/, the chart and the bundle in place, which check-dist and
+# test-rules read). The host lane prints as it runs; the e2e lane writes to a log that is printed
+# when it ends. A failing phase stops its own lane; the other lane still runs to its end, so one run reports
+# both. TEST_LANES=1 runs the phases one after another in the order below, as before 2026-11-27.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+MAKE="${MAKE:-make}"
+HOST_LANE=(test-unit fuzz test-lvm sanity check-dist test-rules verify)
+E2E_LANE=(e2e)
+WORK="$(mktemp -d)"
+START=${SECONDS}
+trap 'rm -rf "${WORK}"' EXIT
+trap 'trap - INT TERM; kill 0; exit 130' INT TERM
+
+# lane runs the phases given after its name one after another, stopping at the first failure, and
+# appends "name seconds" (or "name seconds FAILED") per phase to ${WORK}/times.
+lane() {
+	local name="$1" phase t
+	shift
+	for phase in "$@"; do
+		t=${SECONDS}
+		if ! "${MAKE}" --no-print-directory "${phase}"; then
+			echo "${phase} $((SECONDS - t)) FAILED" >>"${WORK}/times"
+			echo "make test: phase ${phase} FAILED; the ${name} lane stops here" >&2
+			return 1
+		fi
+		echo "${phase} $((SECONDS - t))" >>"${WORK}/times"
+	done
+}
+
+rc=0
+if [[ "${TEST_LANES:-2}" == 1 ]]; then
+	lane all tools test-unit fuzz test-lvm sanity e2e check-dist test-rules verify || rc=1
+else
+	lane tools tools || rc=1
+	if [[ ${rc} -eq 0 ]]; then
+		echo "make test: the e2e lane (${E2E_LANE[*]}) runs beside the host lane; its output follows" \
+			"the host lane's"
+		lane e2e "${E2E_LANE[@]}" >"${WORK}/e2e.log" 2>&1 &
+		e2e_pid=$!
+		lane host "${HOST_LANE[@]}" || rc=1
+		wait "${e2e_pid}" || rc=1
+		echo "make test: ---- output of the e2e lane ----"
+		cat "${WORK}/e2e.log"
+		echo "make test: ---- end of the e2e lane ----"
+	fi
+fi
+echo "make test: phase times"
+while read -r phase secs failed; do
+	printf '  %-11s %5d s %s\n' "${phase}" "${secs}" "${failed:-}"
+done <"${WORK}/times"
+if [[ ${rc} -ne 0 ]]; then
+	echo "make test: FAILED after $((SECONDS - START)) s"
+	exit 1
+fi
+echo "make test: all passed in $((SECONDS - START)) s"
