@@ -184,8 +184,18 @@ func rejectType(c Candidate, _ Policy) []string {
 		return []string{"is a read-only memory device (type rom)"}
 	case "lvm":
 		return []string{"is an LVM logical volume (type lvm)"}
+	case "crypt":
+		if encryptedLV(c.Device) {
+			return []string{"is the dm-crypt mapping of an LVM logical volume (type crypt)"}
+		}
 	}
 	return nil
+}
+
+// encryptedLV reports whether d is a dm-crypt mapping stacked on an LVM logical volume, such as the
+// mapping the CSI node service opens on an encrypted volume: a volume's device, never a disk.
+func encryptedLV(d BlockDevice) bool {
+	return d.Type == "crypt" && d.ParentType == "lvm"
 }
 
 func rejectChildren(c Candidate, p Policy) []string {

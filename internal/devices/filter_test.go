@@ -81,6 +81,13 @@ func TestEvaluate(t *testing.T) {
 			c:    Candidate{Device: BlockDevice{Name: "/dev/mapper/vg1-lv", KName: "/dev/dm-0", Type: "lvm", Size: 1}},
 			want: []string{"is an LVM logical volume (type lvm)"},
 		},
+		{
+			// A LUKS mapping on a disk is a device like any other: its content decides.
+			name: "dm-crypt mapping of a disk",
+			c: Candidate{Device: BlockDevice{Name: "/dev/mapper/luks-sdf", KName: "/dev/dm-4", Type: "crypt",
+				ParentType: "disk", Size: 1}},
+			want: nil,
+		},
 		{name: "rom", c: Candidate{Device: BlockDevice{Name: "/dev/sr0", Type: "rom", Size: 1}},
 			want: []string{"is a read-only memory device (type rom)"}},
 		{
@@ -201,15 +208,19 @@ func TestPlan(t *testing.T) {
 	})
 }
 
-// TestPlanDoesNotReadVolumes checks that the devices of volumes, a logical volume on a PV of the VG and
-// a loop device the kubelet attached to a Block volume, are rejected for what they are without a
-// signature probe or an exclusive open, while the disk beside them gets both.
+// TestPlanDoesNotReadVolumes checks that the devices of volumes, a logical volume on a PV of the VG, the
+// dm-crypt mapping of an encrypted one and a loop device the kubelet attached to a Block volume, are
+// rejected for what they are without a signature probe or an exclusive open, while the disk beside
+// them gets both.
 func TestPlanDoesNotReadVolumes(t *testing.T) {
 	lsblk := `{"blockdevices":[
 		{"name":"/dev/loop0","kname":"/dev/loop0","type":"loop","size":134217728,"ro":false,"rota":false},
 		{"name":"/dev/vda","kname":"/dev/vda","type":"disk","size":8589934592,"ro":false,"rota":false,
 		 "fstype":"LVM2_member","children":[
-		  {"name":"/dev/mapper/vg1-lv1","kname":"/dev/dm-0","type":"lvm","size":134217728,"ro":false,"rota":false}]},
+		  {"name":"/dev/mapper/vg1-lv1","kname":"/dev/dm-0","type":"lvm","size":134217728,"ro":false,"rota":false},
+		  {"name":"/dev/mapper/vg1-lv2","kname":"/dev/dm-1","type":"lvm","size":134217728,"ro":false,"rota":false,
+		   "children":[{"name":"/dev/mapper/lvms-lv2","kname":"/dev/dm-2","type":"crypt","size":117440512,
+		    "ro":false,"rota":false}]}]},
 		{"name":"/dev/vdb","kname":"/dev/vdb","type":"disk","size":8589934592,"ro":false,"rota":false}]}`
 	f := exectest.New().
 		On(exectest.OK(lsblk), "lsblk", "--json", "--paths", "--bytes", "-o", lsblkColumns).
@@ -218,6 +229,7 @@ func TestPlanDoesNotReadVolumes(t *testing.T) {
 		On(exectest.OK(`{"signatures":[]}`), "wipefs", "--no-act", "--json", "/dev/vdb")
 	fsys := fakeSys("", map[string]string{
 		"vda/dev": "252:0\n", "vdb/dev": "252:16\n", "vda/holders/dm-0": "", "dm-0/dev": "253:0\n",
+		"vda/holders/dm-1": "", "dm-1/dev": "253:1\n", "dm-1/holders/dm-2": "", "dm-2/dev": "253:2\n",
 		"loop0/dev":               "7:0\n",
 		"loop0/loop/backing_file": "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pvc-1/0f1e\n",
 	})
@@ -228,12 +240,14 @@ func TestPlanDoesNotReadVolumes(t *testing.T) {
 			return io.NopCloser(nil), nil
 		}))
 	assertPlan(t, h, map[string]string{
-		"/dev/vdb":            "",
-		"/dev/mapper/vg1-lv1": "is an LVM logical volume (type lvm)",
-		"/dev/loop0":          "is a loop device backing kubelet plugin storage",
+		"/dev/vdb":             "",
+		"/dev/mapper/vg1-lv1":  "is an LVM logical volume (type lvm)",
+		"/dev/mapper/vg1-lv2":  "is an LVM logical volume (type lvm); has children: /dev/dm-2",
+		"/dev/mapper/lvms-lv2": "is the dm-crypt mapping of an LVM logical volume (type crypt)",
+		"/dev/loop0":           "is a loop device backing kubelet plugin storage",
 	})
 	for _, l := range f.Lines() {
-		if strings.Contains(l, "/dev/dm-0") || strings.Contains(l, "/dev/loop0") {
+		if strings.Contains(l, "/dev/dm-") || strings.Contains(l, "/dev/loop0") {
 			t.Errorf("ran %q on a volume's device", l)
 		}
 	}

@@ -117,6 +117,7 @@ func TestGuestDeviceFilterAndWipe(t *testing.T) {
 	g.sh("", "lvm", "vgcreate", "dfforeign", foreign)
 	g.sh("", "lvm", "vgcreate", "--addtag", lvm.Tag, "dfours", ours)
 	g.sh("", "lvm", "lvcreate", "-y", "-n", "lv1", "-L", "64m", "dfours")
+	openEncryptedVolume(g, "/dev/mapper/dfours-lv1", "lvms-dfcrypt")
 	g.sh("", "lvm", "pvcreate", orphan)
 	g.sh("", "mkfs.ext4", "-q", "-F", wipe)
 
@@ -132,6 +133,7 @@ func TestGuestDeviceFilterAndWipe(t *testing.T) {
 	got := g.plan("dfnew")
 	lvDev := "/dev/mapper/dfours-lv1"
 	dm := dmKernelName(t, "dfours-lv1")
+	crypt := "/dev/mapper/lvms-dfcrypt"
 	want := map[string][]string{
 		blank:        nil,
 		parted:       {"has children: " + parted + "1", "has a partition table: gpt"},
@@ -139,10 +141,12 @@ func TestGuestDeviceFilterAndWipe(t *testing.T) {
 		ext4:         {"has a filesystem signature: ext4"},
 		foreign:      {"is a PV of another volume group: dfforeign"},
 		ours:         {"has children: " + dm, "is a PV of another volume group: dfours"},
-		lvDev:        {"is an LVM logical volume (type lvm)"},
-		orphan:       nil, // an orphan PV may be used
-		wipe:         {"has a filesystem signature: ext4"},
-		ro:           {"is read-only"},
+		lvDev:        {"is an LVM logical volume (type lvm)", "has children: " + dmKernelName(t, "lvms-dfcrypt")},
+		// Not probed: the ext4 on it would add a signature reason.
+		crypt:  {"is the dm-crypt mapping of an LVM logical volume (type crypt)"},
+		orphan: nil, // an orphan PV may be used
+		wipe:   {"has a filesystem signature: ext4"},
+		ro:     {"is read-only"},
 	}
 	for dev, reasons := range want {
 		r, ok := got[dev]
@@ -252,6 +256,19 @@ func testWipe(t *testing.T, g *guest, wipe, parted string) {
 }
 
 func hasReason(reasons []string, r string) bool { return slices.Contains(reasons, r) }
+
+// openEncryptedVolume formats lv as LUKS2 and opens it as mapping with an ext4 inside, as the CSI node
+// service stages an encrypted volume (with a cheap key derivation), and closes it at the end of the
+// test, before the volume groups are removed.
+func openEncryptedVolume(g *guest, lv, mapping string) {
+	g.t.Helper()
+	const key = "guest key"
+	g.sh(key, "cryptsetup", "luksFormat", "--type", "luks2", "--batch-mode", "--pbkdf", "pbkdf2",
+		"--pbkdf-force-iterations", "1000", "--key-file=-", lv)
+	g.sh(key, "cryptsetup", "open", "--type", "luks2", "--key-file=-", lv, mapping)
+	g.t.Cleanup(func() { g.try("cryptsetup", "close", mapping) })
+	g.sh("", "mkfs.ext4", "-q", "-F", "/dev/mapper/"+mapping)
+}
 
 // dmKernelName finds /dev/dm-N of the device-mapper device name via sysfs
 // (without udev, /dev/mapper entries are device nodes, not symlinks).

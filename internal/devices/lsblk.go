@@ -40,6 +40,9 @@ type BlockDevice struct {
 	Model      string
 	Rotational bool
 	PKName     string // parent kernel name, for partitions
+	// ParentType is the type of the device this one is stacked on in lsblk's tree ("" at its top;
+	// for a device on several parents, such as an LV on two PVs, the type of the first).
+	ParentType string
 	Children   []BlockDevice
 }
 
@@ -69,13 +72,13 @@ func ParseLsblk(data []byte) ([]BlockDevice, error) {
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, fmt.Errorf("parse lsblk output: %w", err)
 	}
-	return convert(out.BlockDevices, 0), nil
+	return convert(out.BlockDevices, 0, ""), nil
 }
 
 // maxDepth bounds recursion on hostile input; real trees are a few levels.
 const maxDepth = 32
 
-func convert(in []lsblkDevice, depth int) []BlockDevice {
+func convert(in []lsblkDevice, depth int, parentType string) []BlockDevice {
 	if len(in) == 0 || depth > maxDepth {
 		return nil
 	}
@@ -86,7 +89,7 @@ func convert(in []lsblkDevice, depth int) []BlockDevice {
 			ReadOnly: bool(d.RO), State: string(d.State), FSType: string(d.FSType),
 			PartLabel: string(d.PartLabel), Serial: strings.TrimSpace(string(d.Serial)),
 			Model: strings.TrimSpace(string(d.Model)), Rotational: bool(d.Rota), PKName: string(d.PKName),
-			Children: convert(d.Children, depth+1),
+			ParentType: parentType, Children: convert(d.Children, depth+1, string(d.Type)),
 		}
 		if bd.KName == "" {
 			bd.KName = bd.Name

@@ -51,7 +51,7 @@ func TestParseLsblkVariants(t *testing.T) {
 					Serial:     "WD-123",
 					Model:      "WDC",
 					Children: []BlockDevice{{Name: "/dev/sda1", KName: "/dev/sda1", Type: "part",
-						Size: 512, ReadOnly: true, PKName: "/dev/sda", PartLabel: "EFI boot"}},
+						Size: 512, ReadOnly: true, PKName: "/dev/sda", ParentType: "disk", PartLabel: "EFI boot"}},
 				},
 			},
 		},

@@ -85,7 +85,8 @@ type Facts struct {
 // bind mounts of its device node, swap and open descriptors (from u, see ReadUsage), loop backing
 // file and dm suspension (sysfs), then signatures (blkid -p, and wipefs when blkid finds nothing) and
 // whether it can be opened exclusively right now. An LVM logical volume and a loop device of the
-// kubelet's get no signature probe and no exclusive open (see volumeDevice).
+// kubelet's, and the dm-crypt mapping of a logical volume, get no signature probe and no exclusive
+// open (see volumeDevice).
 func (h *Host) Inspect(ctx context.Context, d BlockDevice, u Usage) (Facts, error) {
 	var f Facts
 	name := path.Base(d.KName)
@@ -120,12 +121,13 @@ func (h *Host) Inspect(ctx context.Context, d BlockDevice, u Usage) (Facts, erro
 }
 
 // volumeDevice reports whether d is a device of a volume rather than a disk: an LVM logical volume (a
-// thin pool, its parts, a volume) or a loop device the kubelet attached to a Block volume. The filter
-// rejects both whatever their content (rejectType, rejectKubeletLoop), so Inspect does not read them:
-// a node holds one of each per volume, blkid and wipefs on each cost a second or more on every
-// discovery, and an open of a volume's device can make an lvremove of it fail as in use.
+// thin pool, its parts, a volume), the dm-crypt mapping of an encrypted one, or a loop device the
+// kubelet attached to a Block volume. The filter rejects them whatever their content (rejectType,
+// rejectKubeletLoop), so Inspect does not read them: a node holds one of each per volume, blkid and
+// wipefs on each cost a second or more on every discovery, and an open of a volume's device can make
+// an lvremove or a cryptsetup close of it fail as in use.
 func volumeDevice(d BlockDevice, f Facts) bool {
-	return d.Type == "lvm" || kubeletLoop(d, f)
+	return d.Type == "lvm" || encryptedLV(d) || kubeletLoop(d, f)
 }
 
 // blkid's exit statuses with -p: nothing found (or the device could not be read), and conflicting

@@ -38,12 +38,16 @@ type Disk struct {
 	// KubeletLoop is set for an excluded loop device the kubelet attached to a Block volume in use:
 	// the node reports it, but the table leaves it out, as it does logical volumes.
 	KubeletLoop bool `json:"kubeletLoop,omitempty"`
+	// EncryptedVolume is set for the excluded dm-crypt mapping of an LVM logical volume (an encrypted
+	// volume while it is staged on the node): left out of the table too.
+	EncryptedVolume bool `json:"encryptedVolume,omitempty"`
 }
 
-// The device filter's reasons (internal/devices) for an LVM logical volume (rejectType) and for a
-// loop device of the kubelet (rejectKubeletLoop).
+// The device filter's reasons (internal/devices) for an LVM logical volume and the dm-crypt mapping of
+// one (rejectType), and for a loop device of the kubelet (rejectKubeletLoop).
 const (
 	lvReason          = "(type lvm)"
+	encryptedLVReason = "is the dm-crypt mapping of an LVM logical volume (type crypt)"
 	kubeletLoopReason = "is a loop device backing kubelet plugin storage"
 )
 
@@ -122,7 +126,8 @@ func nodeDisks(ns lvmv1alpha1.LVMVolumeGroupNodeStatus) []Disk {
 			d.ExcludedBy, d.Reasons = nil, nil
 		}
 		d.LogicalVolume = slices.ContainsFunc(d.Reasons, func(r string) bool { return strings.HasSuffix(r, lvReason) })
-		d.KubeletLoop = !d.LogicalVolume && slices.Contains(d.Reasons, kubeletLoopReason)
+		d.EncryptedVolume = !d.LogicalVolume && slices.Contains(d.Reasons, encryptedLVReason)
+		d.KubeletLoop = !d.LogicalVolume && !d.EncryptedVolume && slices.Contains(d.Reasons, kubeletLoopReason)
 		out = append(out, *d)
 	}
 	slices.SortFunc(out, func(a, b Disk) int { return cmp.Compare(a.Device, b.Device) })

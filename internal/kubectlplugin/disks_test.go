@@ -25,6 +25,14 @@ func TestLeftOutReasons(t *testing.T) {
 			reason: func(r string) bool { return strings.HasSuffix(r, lvReason) },
 		},
 		{
+			name: "dm-crypt mapping of a logical volume",
+			c: devices.Candidate{
+				Device: devices.BlockDevice{Name: "/dev/mapper/lvms-pvc-1", Type: "crypt", ParentType: "lvm",
+					Size: 1 << 30},
+			},
+			reason: func(r string) bool { return r == encryptedLVReason },
+		},
+		{
 			name: "kubelet loop",
 			c: devices.Candidate{
 				Device: devices.BlockDevice{Name: "/dev/loop0", Type: "loop", Size: 1 << 30},

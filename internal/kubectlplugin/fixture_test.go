@@ -25,7 +25,8 @@ import (
 //   - node-0: both Ready; holds the Bound thin claim default/data-db-0.
 //   - node-1: thin Ready but nearly out of space (2.1Gi left); thick Failed (no /dev/vdd), /dev/vdc is
 //     mounted; holds a LogicalVolume that no PV uses (a leak).
-//   - node-0 and node-1 each report a loop device the kubelet attached to a Block volume.
+//   - node-0 and node-1 each report a loop device the kubelet attached to a Block volume; node-0 also
+//     the dm-crypt mapping of an encrypted volume staged there.
 //   - node-2: thin Degraded (pool 97.3% full); thick Ready with the Bound claim monitoring/prometheus-0.
 //
 // Pending claims: default/big-data (10Gi thin, more than any node has), default/orphan (StorageClass
@@ -152,6 +153,8 @@ func nodeStatuses() []client.Object {
 					ex("/dev/vda", "has children: vda1, vda2", notSelected[0]), ex("/dev/vdd", notSelected...),
 					ex("/dev/mapper/thin-thin--pool", notSelected[0], "is an LVM logical volume (type lvm)"),
 					ex("/dev/loop1", notSelected[0], "is a loop device backing kubelet plugin storage"),
+					ex("/dev/mapper/lvms-pvc-7", notSelected[0],
+						"is the dm-crypt mapping of an LVM logical volume (type crypt)"),
 				},
 				Capacity: thin("20472Mi", "2044Mi", "18424Mi", "12.5", "4.1"),
 			}),

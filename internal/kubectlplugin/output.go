@@ -83,6 +83,8 @@ type leftOut struct {
 	lvs int
 	// loops are the loop devices the kubelet attaches to Block volumes while a pod uses them.
 	loops int
+	// crypts are the dm-crypt mappings of encrypted volumes staged on the node.
+	crypts int
 }
 
 // skip counts d and reports true when the table leaves it out.
@@ -92,6 +94,8 @@ func (l *leftOut) skip(d Disk) bool {
 		l.lvs++
 	case d.KubeletLoop:
 		l.loops++
+	case d.EncryptedVolume:
+		l.crypts++
 	default:
 		return false
 	}
@@ -109,6 +113,11 @@ func (l leftOut) write(out io.Writer) error {
 		lines = append(lines, fmt.Sprintf(
 			"%d loop device(s) of the kubelet left out (it attaches one to each Block volume in use; -o yaml "+
 				"lists them).", l.loops))
+	}
+	if l.crypts > 0 {
+		lines = append(lines, fmt.Sprintf(
+			"%d dm-crypt mapping(s) of encrypted volumes left out (one per volume staged on its node; -o yaml "+
+				"lists them).", l.crypts))
 	}
 	if len(lines) == 0 {
 		return nil
