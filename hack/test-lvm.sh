@@ -13,9 +13,13 @@
 #   /dev/ubda ... /dev/ubdg  seven read-write 2 GiB sparse disks, LVMS_GUEST_DISKS (comma-separated)
 #   /dev/ubdh                one read-only 1 GiB disk, LVMS_GUEST_RO_DISK
 #   LVMS_GUEST=1, PATH with /usr/sbin and /sbin
-# and runs `<pkg>.test -test.v -test.count=1` with the package source directory as working dir.
+# and runs `<pkg>.test -test.v -test.count=1 -test.run=^TestGuest` with the package source directory
+# as working dir. Only the guest tests (all named TestGuest...) run there: the package's other tests
+# are unit tests, which make test-unit runs on the host with -race; in a guest they only cost time
+# and meet UML's rare faults (on 2026-11-27 the guest kernel of ./cmd/lvms spun at 95 % of a core
+# for minutes during the unit test TestMetricsOptions, with every guest process stopped).
 #
-# Environment: TEST_LVM_RUN=<regex> is passed as -test.run (and -run for host tests);
+# Environment: TEST_LVM_RUN=<regex> is passed as -test.run instead (and -run for host tests);
 # TEST_LVM_TIMEOUT (default 15m) bounds each guest; TEST_LVM_PARALLEL (default 2).
 # Exits non-zero if any package fails or any guest does not report an exit code.
 set -euo pipefail
@@ -62,8 +66,7 @@ build_pkg() { # dir name
 }
 
 run_pkg() { # dir name
-	local args=(-test.v -test.count=1) start=${SECONDS} rc=0
-	[[ -n "${RUN_RE}" ]] && args+=("-test.run=${RUN_RE}")
+	local args=(-test.v -test.count=1 "-test.run=${RUN_RE:-^TestGuest}") start=${SECONDS} rc=0
 	"${WORK}/umlrun" -standard-layout -timeout "${TIMEOUT}" -dir "${ROOT}/$1" \
 		-- "${WORK}/bin/$2.test" "${args[@]}" >"${WORK}/logs/$2.log" 2>&1 || rc=$?
 	echo "$1 $((SECONDS - start))" >"${WORK}/logs/$2.seconds"
