@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ExtendOptions describes an lvextend. At least one field must be set.
@@ -57,14 +58,30 @@ func (c *Client) ExtendLV(ctx context.Context, vg VG, name string, o ExtendOptio
 // RemoveLV removes an LV of an owned VG (`lvremove -y`). Removing a thin
 // pool removes its thin LVs; removing an open LV fails.
 func (c *Client) RemoveLV(ctx context.Context, vg VG, name string) error {
+	return c.RemoveLVs(ctx, vg, []string{name})
+}
+
+// RemoveLVs removes LVs of one owned VG with one `lvremove -y`: lvm2 scans the
+// devices, takes the VG lock and reads its metadata once for all of them. When
+// it fails, some of the LVs may be gone and others not; the error does not say
+// which (remove them one at a time to learn that).
+func (c *Client) RemoveLVs(ctx context.Context, vg VG, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	if err := c.checkOwned(vg); err != nil {
-		return fmt.Errorf("remove LV %s: %w", name, err)
+		return fmt.Errorf("remove LVs %s: %w", strings.Join(names, ", "), err)
 	}
-	if err := ValidName(name); err != nil {
-		return fmt.Errorf("remove LV in VG %s: %w", vg.Name, err)
+	args := make([]string, 0, len(names)+2)
+	args = append(args, "lvremove", "-y")
+	for _, name := range names {
+		if err := ValidName(name); err != nil {
+			return fmt.Errorf("remove LV in VG %s: %w", vg.Name, err)
+		}
+		args = append(args, vg.Name+"/"+name)
 	}
-	if err := c.run(ctx, "lvremove", "-y", vg.Name+"/"+name); err != nil {
-		return fmt.Errorf("remove LV %s/%s: %w", vg.Name, name, err)
+	if err := c.run(ctx, args...); err != nil {
+		return fmt.Errorf("remove LV %s/%s: %w", vg.Name, strings.Join(names, ","), err)
 	}
 	return nil
 }

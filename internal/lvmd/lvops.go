@@ -95,24 +95,26 @@ func (s *Service) RemoveLV(ctx context.Context, name, class string) error {
 	if err := s.zeroThick(ctx, vg, lv); err != nil {
 		return s.refreshAfterFailure(ctx, fmt.Errorf("remove LV %s: %w", name, err))
 	}
-	if err := s.lvm.RemoveLV(ctx, vg, name); err != nil {
+	err = s.removeLV(ctx, vg, name, func() {
+		s.apply(func(st *lvm.State) {
+			if _, ok := st.LV(vg.Name, name); !ok {
+				return
+			}
+			st.LVs = slices.DeleteFunc(st.LVs, func(lv lvm.LV) bool {
+				return lv.VGName == vg.Name && (lv.Name == name || (lv.Hidden && isSubLV(name, lv.Name)))
+			})
+			updateVG(st, vg.Name, func(v *lvm.VG) {
+				v.LVCount--
+				giveBytes(v, freed)
+			})
+		})
+	})
+	if err != nil {
 		if lvm.IsNotFound(err) {
 			return s.refreshAfterFailure(ctx, nil)
 		}
 		return s.refreshAfterFailure(ctx, fmt.Errorf("remove LV %s: %w", name, lvmError(err)))
 	}
-	s.apply(func(st *lvm.State) {
-		if _, ok := st.LV(vg.Name, name); !ok {
-			return
-		}
-		st.LVs = slices.DeleteFunc(st.LVs, func(lv lvm.LV) bool {
-			return lv.VGName == vg.Name && (lv.Name == name || (lv.Hidden && isSubLV(name, lv.Name)))
-		})
-		updateVG(st, vg.Name, func(v *lvm.VG) {
-			v.LVCount--
-			giveBytes(v, freed)
-		})
-	})
 	if freed > 0 {
 		s.markPVsStale(vg.Name)
 	}

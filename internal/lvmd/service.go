@@ -40,6 +40,7 @@ type Service struct {
 	interval time.Duration
 	locks    *keyedMutex
 	watch    *notifier[[]Capacity]
+	removes  *removeBatcher
 	// stale asks Run for a state read: a remove returned extents to PVs the cache
 	// cannot name, and RAID capacity is computed from the PVs (raidcap.go), or
 	// the volume-group manager changed a volume group (MarkStale).
@@ -78,6 +79,7 @@ func NewService(o Options) (*Service, error) {
 		interval: o.RefreshInterval,
 		locks:    newKeyedMutex(),
 		watch:    newNotifier(capacitiesEqual),
+		removes:  newRemoveBatcher(),
 		res:      newPending(),
 		stale:    make(chan struct{}, 1),
 	}, nil

@@ -166,9 +166,26 @@ func (f *LVM) target(a args) (*vg, *lv, error) {
 	return v, l, nil
 }
 
-// lvremove removes an LV (and the copy-on-write snapshots of an origin).
+// lvremove removes LVs (and the copy-on-write snapshots of an origin). Like lvm2, it goes on past
+// an LV it cannot remove and fails at the end (exit 5) with every LV's message.
 func (f *LVM) lvremove(a args) error {
-	v, l, err := f.target(a)
+	if len(a.pos) == 0 {
+		return failf(3, "Please enter one or more logical volume paths.")
+	}
+	var msgs []string
+	for _, p := range a.pos {
+		if err := f.lvremoveOne(p); err != nil {
+			msgs = append(msgs, strings.TrimSpace(err.Error()))
+		}
+	}
+	if len(msgs) > 0 {
+		return failf(5, "%s", strings.Join(msgs, "\n  "))
+	}
+	return nil
+}
+
+func (f *LVM) lvremoveOne(path string) error {
+	v, l, err := f.target(args{pos: []string{path}})
 	if err != nil {
 		return err
 	}

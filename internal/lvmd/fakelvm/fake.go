@@ -91,6 +91,20 @@ func (f *LVM) AddLV(vgName, name string, size uint64, tags ...string) {
 	)
 }
 
+// SetOpen marks LV vgName/name open (a mounted filesystem: lvremove refuses it) or not.
+func (f *LVM) SetOpen(vgName, name string, open bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.vg(vgName).lv(name)
+	if l == nil {
+		panic("fakelvm: no LV " + vgName + "/" + name)
+	}
+	l.attr[5] = '-'
+	if open {
+		l.attr[5] = 'o'
+	}
+}
+
 // FailNext makes the next execution of `lvm <sub>` fail with exitCode and
 // stderr, without changing anything.
 func (f *LVM) FailNext(sub string, exitCode int, stderr string) {
