@@ -55,7 +55,7 @@ else
 fi
 echo "make test: phase times"
 while read -r phase secs failed; do
-	printf '  %-11s %5d s %s\n' "${phase}" "${secs}" "${failed:-}"
+	printf '  %-11s %5d s%s\n' "${phase}" "${secs}" "${failed:+ ${failed}}"
 done <"${WORK}/times"
 if [[ ${rc} -ne 0 ]]; then
 	echo "make test: FAILED after $((SECONDS - START)) s"
