@@ -287,6 +287,9 @@ func (r *recorder) onLV(o any) {
 	if id, _, _ := unstructured.NestedString(u.Object, "status", "volumeID"); id != "" {
 		r.mark("lv/"+name, mLVCreated)
 	}
+	if u.GetDeletionTimestamp() != nil {
+		r.mark("lv/"+name, mLVDeleting)
+	}
 }
 
 func (r *recorder) onLVDelete(o any) {

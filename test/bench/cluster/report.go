@@ -26,6 +26,7 @@ const (
 	mSnapReady     = "snapReady"     // VolumeSnapshot status.readyToUse true
 	mDeleteStart   = "deleteStart"   // just before the PVC's delete request (its pod is gone)
 	mPVGone        = "pvGone"        // the PV's deletion seen
+	mLVDeleting    = "lvDeleting"    // the LogicalVolume's deletionTimestamp seen (DeleteVolume reached it)
 	mLVObjectGone  = "lvObjectGone"  // the LogicalVolume's deletion seen
 	mPodDeleteSent = "podDeleteSent" // just before the pod's delete request
 	mPodGone       = "podGone"       // the pod's deletion seen
@@ -58,6 +59,8 @@ var phases = []phase{
 	{Name: "PVC → Pod Running (total)", From: mPVCCreate, To: mPodRunning},
 	{Name: "snapshot → readyToUse", From: mSnapCreate, To: mSnapReady},
 	{Name: "pod delete → pod gone", From: mPodDeleteSent, To: mPodGone},
+	{Name: "PVC delete → LogicalVolume deleting", From: mDeleteStart, To: mLVDeleting},
+	{Name: "LogicalVolume deleting → gone", From: mLVDeleting, To: mLVObjectGone, Floor: floorDelete},
 	{Name: "PVC delete → LogicalVolume gone", From: mDeleteStart, To: mLVObjectGone, Floor: floorDelete},
 	{Name: "PVC delete → PV gone", From: mDeleteStart, To: mPVGone, Floor: floorDelete},
 }
