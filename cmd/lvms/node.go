@@ -31,6 +31,7 @@ type nodeFlags struct {
 	profiling              bool
 	snapMetaAddr           string
 	snapMetaCertDir        string
+	log                    *zap.Options
 }
 
 func newNodeCommand() *cobra.Command {
@@ -74,6 +75,7 @@ func newNodeCommand() *cobra.Command {
 	fl.StringVar(&f.snapMetaCertDir, "snapshot-metadata-cert-dir", "",
 		"with --snapshot-metadata-address: directory with tls.crt and tls.key (serving) and ca.crt "+
 			"(the CA of the clients allowed)")
+	f.log = addLogFlags(fl)
 	return cmd
 }
 
@@ -81,7 +83,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if f.nodeName == "" {
 		return errors.New("--node-name (or NODE_NAME) is required")
 	}
-	ctrl.SetLogger(zap.New())
+	setLogger(f.log)
 	scheme, err := operatorScheme()
 	if err != nil {
 		return err

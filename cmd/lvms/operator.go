@@ -62,6 +62,9 @@ type operatorFlags struct {
 	snapshotMetadata   bool
 	// snapshotMetadataSidecarImage is the external-snapshot-metadata sidecar's image.
 	snapshotMetadataSidecarImage string
+	log                          *zap.Options
+	// logLevel is --zap-log-level as given ("" when not set), passed on to the node agents.
+	logLevel string
 }
 
 // podMutatingWebhookFlag turns on TopoLVM's pod webhook for the scheduler extender
@@ -195,6 +198,7 @@ func newOperatorCommand() *cobra.Command {
 		"/run/topolvm/csi-topolvm.sock",
 		"CSI Identity+Controller socket for the sidecars; empty disables the CSI controller",
 	)
+	f.log = addLogFlags(fl)
 	return cmd
 }
 
@@ -216,7 +220,8 @@ func operatorScheme() (*runtime.Scheme, error) {
 }
 
 func runOperator(cmd *cobra.Command, f operatorFlags) error {
-	ctrl.SetLogger(zap.New())
+	setLogger(f.log)
+	f.logLevel = logLevel(cmd.Flags())
 	scheme, err := operatorScheme()
 	if err != nil {
 		return err
@@ -275,7 +280,7 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 		Namespace: f.namespace, NodeImage: f.nodeImage, ImagePullPolicy: corev1.PullPolicy(f.pullPolicy),
 		RegistrarImage: f.registrarImage, LivenessProbeImage: f.livenessProbeImage, ClusterID: cluster,
 		SnapshotMetadata: f.snapshotMetadata, SnapshotMetadataSidecarImage: f.snapshotMetadataSidecarImage,
-		Profiling: f.profiling,
+		Profiling: f.profiling, LogLevel: f.logLevel,
 	})
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)

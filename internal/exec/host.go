@@ -132,10 +132,10 @@ func (h *Host) Exec(ctx context.Context, c Cmd) error {
 		if ctx.Err() != nil {
 			e.Err = fmt.Errorf("%w (%w)", context.Cause(ctx), runErr)
 		}
-		log.V(1).Info("Command failed", "cmd", c.Name, "exitCode", e.ExitCode, "duration", elapsed)
+		log.V(1).Info("Command failed", "cmd", c.String(), "exitCode", e.ExitCode, "duration", elapsed)
 		return e
 	}
-	log.V(1).Info("Command finished", "cmd", c.Name, "duration", elapsed)
+	log.V(1).Info("Command finished", "cmd", c.String(), "duration", elapsed)
 	if stdoutErr != nil {
 		return fmt.Errorf("%s: read output: %w", c.String(), stdoutErr)
 	}

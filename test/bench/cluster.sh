@@ -20,7 +20,10 @@
 # images in _output/images (make images; make bench-cluster builds them first). OPERATOR_NODE=1 brings
 # up one node more, node-NODES, and moves the operator's pod there before the LVMCluster is applied,
 # so the claims (pinned to the first NODES nodes) never share a node with the operator and its CSI
-# sidecars.
+# sidecars. LOG_LEVEL (e.g. debug) starts the operator with --zap-log-level=LOG_LEVEL, which it
+# passes on to the node agents (at debug they log every host command as it starts and ends, with
+# its duration). The logs of the product's pods are saved under <results>/logs/ before the
+# teardown, whatever the level.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -31,8 +34,23 @@ OUT="_output/bench/$(date -u +%Y%m%dT%H%M%SZ)"
 BIN="$(mktemp -d)"
 log() { echo "bench-cluster: $*" >&2; }
 
+# save_logs writes the log of every container of the product's pods to ${OUT}/logs/.
+save_logs() {
+	[[ -s "${STATE}/kubeconfig" ]] || return 0
+	mkdir -p "${OUT}/logs"
+	local pod c
+	for pod in $("${kubectl}" --kubeconfig "${STATE}/kubeconfig" -n lvms-system get pods -o name 2>/dev/null); do
+		for c in $("${kubectl}" --kubeconfig "${STATE}/kubeconfig" -n lvms-system get "${pod}" \
+			-o jsonpath='{.spec.containers[*].name}'); do
+			"${kubectl}" --kubeconfig "${STATE}/kubeconfig" -n lvms-system logs "${pod}" -c "${c}" \
+				>"${OUT}/logs/${pod#pod/}_${c}.log" 2>&1 || true
+		done
+	done
+}
+
 finish() {
 	local rc=$?
+	save_logs || true
 	if [[ "${BENCH_KEEP:-}" == 1 ]]; then
 		log "cluster kept: export KUBECONFIG=${STATE}/kubeconfig; stop it with ${BIN}/lvms-dev down --state-dir ${STATE}"
 		exit "${rc}"
@@ -64,6 +82,12 @@ all_nodes="${NODES}"
 [[ "${OPERATOR_NODE:-}" == 1 ]] && all_nodes=$((NODES + 1))
 "${BIN}/lvms-dev" up --state-dir "${STATE}" --nodes "${all_nodes}" --disks 2 --disk-size 8 "${up_args[@]}" >&2
 export KUBECONFIG="${STATE}/kubeconfig"
+if [[ -n "${LOG_LEVEL:-}" ]]; then
+	"${kubectl}" -n lvms-system patch deployment lvms-operator --type json -p \
+		"[{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"--zap-log-level=${LOG_LEVEL}\"}]" >&2
+	"${kubectl}" -n lvms-system rollout status deployment lvms-operator --timeout=10m >&2
+	log "the operator and the node agents log at level ${LOG_LEVEL}"
+fi
 if [[ "${OPERATOR_NODE:-}" == 1 ]]; then
 	"${kubectl}" -n lvms-system patch deployment lvms-operator --type merge \
 		-p "{\"spec\":{\"template\":{\"spec\":{\"nodeSelector\":{\"kubernetes.io/hostname\":\"node-${NODES}\"}}}}}" >&2

@@ -2,6 +2,7 @@ package lvmcluster
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -20,6 +21,21 @@ func TestNodeAgentProfiling(t *testing.T) {
 		pod := nodeDaemonSet(t, opts).Spec.Template
 		if args := containerNamed(t, &pod.Spec, "node").Args; slices.Contains(args, "--profiling") != on {
 			t.Errorf("Profiling %v: node agent args %q", on, args)
+		}
+	}
+}
+
+// The operator's --zap-log-level reaches the node agents; without it they log at their default.
+func TestNodeAgentLogLevel(t *testing.T) {
+	for level, want := range map[string]string{"": "", "debug": "--zap-log-level=debug", "3": "--zap-log-level=3"} {
+		opts := Options{Namespace: "lvms-system", NodeImage: "lvms", ClusterID: "0c1d-uid", LogLevel: level}
+		args := containerNamed(t, &nodeDaemonSet(t, opts).Spec.Template.Spec, "node").Args
+		got := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--zap-log-level") })
+		switch {
+		case want == "" && got >= 0:
+			t.Errorf("no level: node agent args %q carry %s", args, args[got])
+		case want != "" && (got < 0 || args[got] != want):
+			t.Errorf("level %q: node agent args %q, want %s", level, args, want)
 		}
 	}
 }

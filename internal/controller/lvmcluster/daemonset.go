@@ -91,6 +91,9 @@ func nodeArgs(opts Options) []string {
 	if opts.Profiling {
 		args = append(args, "--profiling")
 	}
+	if opts.LogLevel != "" {
+		args = append(args, "--zap-log-level="+opts.LogLevel)
+	}
 	return args
 }
 

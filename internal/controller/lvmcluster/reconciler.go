@@ -43,6 +43,9 @@ type Options struct {
 	// Profiling makes the node agents serve Go's runtime profiles on their metrics endpoint
 	// (`lvms node --profiling`), as the operator does when it is set.
 	Profiling bool
+	// LogLevel is the node agents' --zap-log-level ("": their default, info), the operator's own
+	// when it is set.
+	LogLevel string
 }
 
 // Reconciler reconciles LVMClusters.

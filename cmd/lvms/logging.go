@@ -1,0 +1,37 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// logLevelFlag is controller-runtime's verbosity flag, which the operator passes on to the node
+// agents.
+const logLevelFlag = "zap-log-level"
+
+// addLogFlags adds controller-runtime's zap flags (--zap-log-level, --zap-devel, --zap-encoder,
+// --zap-stacktrace-level, --zap-time-encoding), the logging flags of LVMS's and TopoLVM's
+// controller-runtime binaries, to fl. The default is JSON at level info; --zap-log-level=debug
+// adds the V(1) lines, e.g. every host command with its duration.
+func addLogFlags(fl *pflag.FlagSet) *zap.Options {
+	o := &zap.Options{}
+	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	o.BindFlags(goflags)
+	fl.AddGoFlagSet(goflags)
+	return o
+}
+
+// setLogger makes the zap logger of o controller-runtime's (and so every component's) logger.
+func setLogger(o *zap.Options) { ctrl.SetLogger(zap.New(zap.UseFlagOptions(o))) }
+
+// logLevel is the value --zap-log-level was given on fl ("" when it was not set).
+func logLevel(fl *pflag.FlagSet) string {
+	f := fl.Lookup(logLevelFlag)
+	if f == nil || !f.Changed {
+		return ""
+	}
+	return f.Value.String()
+}
