@@ -39,9 +39,9 @@ func New(e exec.Executor) *Client {
 	return &Client{exec: e}
 }
 
-// run executes `lvm args...` and classifies a failure.
+// run executes `lvm args...` (see CommandArgs) and classifies a failure.
 func (c *Client) run(ctx context.Context, args ...string) error {
-	_, err := exec.Run(ctx, c.exec, Command, args...)
+	_, err := exec.Run(ctx, c.exec, Command, CommandArgs(args...)...)
 	return classify(err)
 }
 

@@ -5,9 +5,11 @@ package lvmd_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 )
@@ -87,4 +89,35 @@ func TestGuestRemoveLVsTogether(t *testing.T) {
 	}
 	g.svc = svc
 	g.checkCapacity("after the batched removals")
+}
+
+// TestGuestArchiveStaysBounded: lvm2 archives a VG's metadata before each change (30 days by
+// default); the service's changes leave at most lvm.ArchiveKeep archives of the VG, and a change
+// made without the bound (plain lvm2) adds more, so the count is the bound's doing.
+func TestGuestArchiveStaysBounded(t *testing.T) {
+	g := newGuestEnv(t)
+	ctx := t.Context()
+	archives := func() int {
+		files, err := filepath.Glob("/etc/lvm/archive/gvg_*.vg")
+		g.must(err)
+		return len(files)
+	}
+	for i := range 2 * lvm.ArchiveKeep {
+		name := fmt.Sprintf("a%d", i)
+		_, err := g.svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: name, DeviceClass: "thin", Size: 8 * mib})
+		g.must(err)
+		g.must(g.svc.RemoveLV(ctx, name, "thin"))
+	}
+	n := archives()
+	t.Logf("archives of gvg after %d changes: %d", 4*lvm.ArchiveKeep, n)
+	if n == 0 || n > lvm.ArchiveKeep {
+		t.Errorf("%d archives of gvg, want 1 to %d", n, lvm.ArchiveKeep)
+	}
+	_, err := exec.Run(ctx, g.host, "lvm", "lvcreate", "-y", "-n", "plain", "-V", "8m", "--thinpool", "pool", "gvg")
+	g.must(err)
+	after := archives()
+	t.Logf("archives of gvg after a plain lvcreate: %d", after)
+	if after <= n {
+		t.Errorf("a plain lvcreate left %d archives (from %d), want more: lvm2 did not archive it", after, n)
+	}
 }

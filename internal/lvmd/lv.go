@@ -110,7 +110,7 @@ func (s *Service) CreateLV(ctx context.Context, req CreateLVRequest) (LV, error)
 	}
 	args, err := createArgs(dc, oc, req.Name, c.lv.Size, tags)
 	if err == nil {
-		_, err = exec.Run(ctx, s.exec, lvm.Command, args...)
+		_, err = exec.Run(ctx, s.exec, lvm.Command, lvm.CommandArgs(args...)...)
 	}
 	if err != nil {
 		s.release(c)

@@ -2,6 +2,7 @@ package lvmd_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
@@ -200,4 +202,44 @@ func TestRemovalOutlivesItsCaller(t *testing.T) {
 		t.Errorf("lvremove commands = %v, want vg/a then vg/b", got)
 	}
 	e.checkNoDrift()
+}
+
+// Every lvm2 command lvmd runs that changes a VG bounds the VG's metadata archive (lvm.ArchiveKeep).
+func TestEveryChangeBoundsTheArchive(t *testing.T) {
+	e := newEnv(t, testConfig())
+	ctx := t.Context()
+	e.create("a", "thick", gib)
+	e.create("b", "thin", gib)
+	_, err := e.svc.CreateSnapshot(
+		ctx,
+		lvmd.SnapshotRequest{Name: "s", DeviceClass: "thin", Source: "b", ReadOnly: true},
+	)
+	wantErr(t, err, nil)
+	_, err = e.svc.ResizeLV(ctx, "b", "thin", 2*gib)
+	wantErr(t, err, nil)
+	for _, n := range []string{"a", "s", "b"} {
+		class := "thin"
+		if n == "a" {
+			class = "thick"
+		}
+		wantErr(t, e.svc.RemoveLV(ctx, n, class), nil)
+	}
+	bound := fmt.Sprintf(`--config "backup { retain_min = %d retain_days = 0 }"`, lvm.ArchiveKeep)
+	changes := 0
+	for _, c := range e.fake.RawCalls() {
+		if !strings.HasPrefix(c, "lvm ") || strings.HasPrefix(c, "lvm fullreport") {
+			continue
+		}
+		changes++
+		if !strings.Contains(c, bound) {
+			t.Errorf("%q does not bound the archive (%s)", c, bound)
+		}
+	}
+	if changes != 7 {
+		t.Errorf(
+			"%d lvm2 changes, want 7 (2 creates, a snapshot, an extend, 3 removes): %q",
+			changes,
+			e.fake.RawCalls(),
+		)
+	}
 }

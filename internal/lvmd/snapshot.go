@@ -79,7 +79,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, 
 	}
 	args, err := snapshotArgs(c.vg, req.Source, req.Name, cow, req.ReadOnly, tags)
 	if err == nil {
-		_, err = exec.Run(ctx, s.exec, lvm.Command, args...)
+		_, err = exec.Run(ctx, s.exec, lvm.Command, lvm.CommandArgs(args...)...)
 	}
 	if err != nil {
 		s.release(c)

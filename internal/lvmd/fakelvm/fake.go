@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,12 +143,27 @@ func (f *LVM) Count(sub string) int {
 	return n
 }
 
-// Calls returns the command lines run so far.
+// Calls returns the command lines run so far, without lvm2's --config option (the archive bound
+// every command carries, lvm.CommandArgs); RawCalls has them as run.
 func (f *LVM) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, len(f.calls))
+	for i, c := range f.calls {
+		out[i] = configOpt.ReplaceAllString(c, "")
+	}
+	return out
+}
+
+// RawCalls returns the command lines run so far, exactly as run.
+func (f *LVM) RawCalls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.calls)
 }
+
+// configOpt matches a quoted --config option in a command line (exec.Cmd.String quotes it).
+var configOpt = regexp.MustCompile(` --config "[^"]*"`)
 
 // Reset forgets the recorded calls.
 func (f *LVM) Reset() {
@@ -295,6 +311,7 @@ type args struct {
 var valueOpts = []string{
 	"-n", "-L", "-V", "-l", "-i", "-I", "-m", "-p", "-Z", "-W", "--type", "--thinpool", "--addtag",
 	"--setactivationskip", "--wipesignatures", "--alloc", "--reportformat", "--units", "--configreport", "-o",
+	"--config",
 }
 
 func parseArgs(list []string) (args, error) {
