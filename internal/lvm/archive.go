@@ -8,11 +8,12 @@ import "fmt"
 // Before it changes a VG, lvm2 writes a copy of the VG's whole metadata there and, by default,
 // keeps every copy for 30 days (backup/retain_days; backup/retain_min = 10 is only a floor). A
 // CSI driver changes its VGs for every volume it creates, grows, snapshots and deletes, and each
-// copy holds every LV of the VG: at a thousand LVs one copy is hundreds of KiB, so a day of
+// copy lists every LV of the VG, so the archive grows with the square of the LV count and
 // churn fills the host's /etc (on 2026-11-27 a test node of 1,000 thin LVs ran out of space
 // after about 1,300 changes, and every lvremove then failed with "fclose failed: No space left
-// on device"; openebs/lvm-localpv#236 and canonical/lxd#19091 report the same). lvm2 also reads
-// the directory on every change, so thousands of files slow each command.
+// on device"; openebs/lvm-localpv#236 and canonical/lxd#19091 report the same). lvm2 also lists
+// the directory on every change to expire old copies (IBM/CAST#345 saw commands slow down as it
+// grew).
 //
 // Every lvm2 command of this project therefore runs with
 // `--config 'backup { retain_min = ArchiveKeep retain_days = 0 }'`: lvm2 still archives each
