@@ -1,6 +1,11 @@
 package lvm
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+
+	"github.com/lvm-operator/lvm-operator/internal/exec"
+)
 
 // ArchiveKeep is how many of lvm2's metadata archives of each VG the commands of this project
 // leave in the host's archive directory (lvm.conf backup/archive_dir, /etc/lvm/archive).
@@ -27,7 +32,7 @@ var archiveConfig = fmt.Sprintf("backup { retain_min = %d retain_days = 0 }", Ar
 
 // CommandArgs returns the arguments of `lvm sub args...` (args[0] is the subcommand) as this
 // project runs every lvm2 command: with the archive of the VG it changes bounded to ArchiveKeep
-// files. Run `lvm` with them, never with args alone.
+// files. Run runs `lvm` with them; use it rather than exec.Run with args alone.
 func CommandArgs(args ...string) []string {
 	if len(args) == 0 {
 		return args
@@ -35,4 +40,10 @@ func CommandArgs(args ...string) []string {
 	out := make([]string, 0, len(args)+2)
 	out = append(out, args[0], "--config", archiveConfig)
 	return append(out, args[1:]...)
+}
+
+// Run runs `lvm args...` (args[0] is the subcommand) through e with the archive bound
+// (CommandArgs) and returns its standard output.
+func Run(ctx context.Context, e exec.Executor, args ...string) ([]byte, error) {
+	return exec.Run(ctx, e, Command, CommandArgs(args...)...)
 }

@@ -41,7 +41,7 @@ func New(e exec.Executor) *Client {
 
 // run executes `lvm args...` (see CommandArgs) and classifies a failure.
 func (c *Client) run(ctx context.Context, args ...string) error {
-	_, err := exec.Run(ctx, c.exec, Command, CommandArgs(args...)...)
+	_, err := Run(ctx, c.exec, args...)
 	return classify(err)
 }
 

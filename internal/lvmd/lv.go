@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
@@ -110,7 +109,7 @@ func (s *Service) CreateLV(ctx context.Context, req CreateLVRequest) (LV, error)
 	}
 	args, err := createArgs(dc, oc, req.Name, c.lv.Size, tags)
 	if err == nil {
-		_, err = exec.Run(ctx, s.exec, lvm.Command, lvm.CommandArgs(args...)...)
+		_, err = lvm.Run(ctx, s.exec, args...)
 	}
 	if err != nil {
 		s.release(c)

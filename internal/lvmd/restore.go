@@ -40,11 +40,7 @@ func (s *Service) restoreByCopy(ctx context.Context, dc *DeviceClass, req Snapsh
 		"iflag=direct", "oflag=direct", "conv=fsync", "status=none"); err != nil {
 		return LV{}, fmt.Errorf("restore snapshot %s into %s: copy %s to %s: %w", req.Source, req.Name, src, dst, err)
 	}
-	if _, err := exec.Run(
-		ctx,
-		s.exec,
-		lvm.Command,
-		lvm.CommandArgs("lvrename", lv.VolumeGroup, tmp, req.Name)...); err != nil {
+	if _, err := lvm.Run(ctx, s.exec, "lvrename", lv.VolumeGroup, tmp, req.Name); err != nil {
 		err = fmt.Errorf("restore snapshot %s into %s: rename %s: %w", req.Source, req.Name, tmp, lvmError(err))
 		return LV{}, s.refreshAfterFailure(ctx, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
@@ -79,7 +78,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, 
 	}
 	args, err := snapshotArgs(c.vg, req.Source, req.Name, cow, req.ReadOnly, tags)
 	if err == nil {
-		_, err = exec.Run(ctx, s.exec, lvm.Command, lvm.CommandArgs(args...)...)
+		_, err = lvm.Run(ctx, s.exec, args...)
 	}
 	if err != nil {
 		s.release(c)
