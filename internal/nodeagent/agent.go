@@ -103,7 +103,9 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 			return nil, err
 		}
 	}
-	lvr, err := logicalvolume.New(logicalvolume.Options{Client: mgr.GetClient(), NodeName: o.NodeName, LVM: be})
+	lvr, err := logicalvolume.New(logicalvolume.Options{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: o.NodeName, LVM: be,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("LogicalVolume reconciler: %w", err)
 	}

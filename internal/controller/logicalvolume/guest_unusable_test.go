@@ -35,7 +35,7 @@ func TestGuestUnusableLVReplaced(t *testing.T) {
 	obj := newLV("a", class("thin"), size(64<<20))
 	obj.UID = types.UID(name)
 	cl := newClient(t, nil, obj)
-	r, err := New(Options{Client: cl, NodeName: node, LVM: restarted})
+	r, err := New(Options{Client: cl, APIReader: cl, NodeName: node, LVM: restarted})
 	if err != nil {
 		t.Fatal(err)
 	}

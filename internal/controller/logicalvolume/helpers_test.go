@@ -119,7 +119,7 @@ func newEnvOn(t *testing.T, f *fakelvm.LVM, cl client.Client) *env {
 func newEnvStat(t *testing.T, f *fakelvm.LVM, cl client.Client, stat func(string) error) *env {
 	t.Helper()
 	svc := newService(t, f)
-	r, err := New(Options{Client: cl, NodeName: node, LVM: svc, StatDevice: stat})
+	r, err := New(Options{Client: cl, APIReader: cl, NodeName: node, LVM: svc, StatDevice: stat})
 	if err != nil {
 		t.Fatal(err)
 	}

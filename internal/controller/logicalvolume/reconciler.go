@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -37,6 +38,10 @@ type LVM interface {
 type Options struct {
 	// Client reads and writes LogicalVolumes; required.
 	Client client.Client
+	// APIReader reads a LogicalVolume from the API server, past the cache; required. A reconcile
+	// that would remove an LV as unusable first checks there that the LV is still unrecorded: the
+	// cached object can lag behind the status this agent wrote a moment ago.
+	APIReader client.Reader
 	// NodeName is this node; only LogicalVolumes with this spec.nodeName are reconciled. Required.
 	NodeName string
 	// LVM creates, grows and removes the LVs; required.
@@ -51,6 +56,7 @@ type Options struct {
 // Reconciler reconciles the LogicalVolumes of one node.
 type Reconciler struct {
 	client   client.Client
+	api      client.Reader
 	nodeName string
 	lvm      LVM
 	workers  int
@@ -59,8 +65,8 @@ type Reconciler struct {
 
 // New returns the reconciler.
 func New(o Options) (*Reconciler, error) {
-	if o.Client == nil || o.NodeName == "" || o.LVM == nil {
-		return nil, errors.New("logicalvolume reconciler: Client, NodeName and LVM are required")
+	if o.Client == nil || o.APIReader == nil || o.NodeName == "" || o.LVM == nil {
+		return nil, errors.New("logicalvolume reconciler: Client, APIReader, NodeName and LVM are required")
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4
@@ -69,7 +75,12 @@ func New(o Options) (*Reconciler, error) {
 		o.StatDevice = func(p string) error { _, err := os.Stat(p); return err }
 	}
 	return &Reconciler{
-		client: o.Client, nodeName: o.NodeName, lvm: o.LVM, workers: o.MaxConcurrentReconciles, stat: o.StatDevice,
+		client:   o.Client,
+		api:      o.APIReader,
+		nodeName: o.NodeName,
+		lvm:      o.LVM,
+		workers:  o.MaxConcurrentReconciles,
+		stat:     o.StatDevice,
 	}, nil
 }
 
@@ -77,6 +88,7 @@ func New(o Options) (*Reconciler, error) {
 // failures met, from which the status is derived.
 type scope struct {
 	lvm    LVM
+	api    client.Reader
 	stat   func(path string) error
 	obj    *topolvmv1.LogicalVolume
 	name   string // the LV name
@@ -98,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if obj.Spec.NodeName != r.nodeName {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{lvm: r.lvm, stat: r.stat, obj: obj, name: LVName(obj), status: *obj.Status.DeepCopy()}
+	s := &scope{lvm: r.lvm, api: r.api, stat: r.stat, obj: obj, name: LVName(obj), status: *obj.Status.DeepCopy()}
 	if s.name == "" {
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("LogicalVolume %s has no UID", obj.Name))
 	}
@@ -232,11 +244,16 @@ func ensureCreated(ctx context.Context, s *scope) error {
 // lvcreate killed midway (the node agent died during a create): lvm2 may have written it into the VG
 // metadata before its thin pool made the thin device, and then no activation can ever give it a
 // device ("reload ioctl ... No data available"). Never recorded means never handed to a pod, so it
-// holds no data. An LV with its device node present is returned as it is (nil).
+// holds no data. An LV with its device node present is returned as it is (nil), and so is one the
+// API server shows recorded: the cached object of this reconcile can predate the status that the
+// previous reconcile wrote after it created the LV, which may already be in use.
 func removeUnusable(ctx context.Context, s *scope, lv lvmd.LV) error {
 	err := s.stat(lv.Path)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil // present, or not ours to judge: the node service reports a device it cannot open
+	}
+	if unrecorded, err := s.unrecordedInAPI(ctx); err != nil || !unrecorded {
+		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Removing an LV that was never recorded and has no device node; it is created again",
 		"lv", lv.Name, "device", lv.Path)
@@ -244,6 +261,19 @@ func removeUnusable(ctx context.Context, s *scope, lv lvmd.LV) error {
 		return fmt.Errorf("remove unrecorded LV %s without device node %s: %w", lv.Name, lv.Path, err)
 	}
 	return fmt.Errorf("unrecorded LV %s without device node removed: %w", lv.Name, lvmd.ErrNotFound)
+}
+
+// unrecordedInAPI reports whether the API server's copy of the object is the same object (UID) and
+// still has no volume ID. An object gone from the API server is not judged here (false).
+func (s *scope) unrecordedInAPI(ctx context.Context) (bool, error) {
+	live := &topolvmv1.LogicalVolume{}
+	if err := s.api.Get(ctx, client.ObjectKeyFromObject(s.obj), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read LogicalVolume %s from the API server: %w", s.obj.Name, err)
+	}
+	return live.UID == s.obj.UID && live.Status.VolumeID == "", nil
 }
 
 // create runs the lvmd create of the spec: a snapshot (ro) or clone (rw) of spec.source, or a new LV.

@@ -286,6 +286,42 @@ func TestRestartReplacesUnusableLV(t *testing.T) {
 	}
 }
 
+// TestStaleCacheKeepsARecordedLV: a reconcile right after the one that created the LV can read the
+// object from a cache that has not yet seen the status naming it. The LV's device node missing too
+// (a fake without device nodes, or udev still busy) must not get the LV removed as unusable: the API
+// server shows it recorded, so it may be in use already.
+func TestStaleCacheKeepsARecordedLV(t *testing.T) {
+	f := newFakeLVM()
+	first := newEnvOn(t, f, newClient(t, nil, newLV("a", class("thin"))))
+	first.mustReconcile("a")
+	inAPI := first.get("a")
+	if inAPI.Status.VolumeID != "uid-a" {
+		t.Fatalf("first reconcile recorded %q, want uid-a", inAPI.Status.VolumeID)
+	}
+	cached := inAPI.DeepCopy()
+	cached.Status = topolvmv1.LogicalVolumeStatus{}
+	var statted []string
+	missing := func(p string) error { statted = append(statted, p); return fs.ErrNotExist }
+	r, err := New(Options{Client: newClient(t, nil, cached), APIReader: newClient(t, nil, inAPI),
+		NodeName: node, LVM: first.svc, StatDevice: missing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Reset()
+	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(statted) != 1 {
+		t.Fatalf("stat %v: the reconcile never weighed the LV as unusable, so this test shows nothing", statted)
+	}
+	if n := f.Count("lvremove") + f.Count("lvcreate"); n != 0 {
+		t.Errorf("a recorded LV was replaced on a stale read: calls %v", f.Calls())
+	}
+	if _, err := first.svc.GetLV(t.Context(), "uid-a", "thin"); err != nil {
+		t.Errorf("the LV after the stale reconcile: %v", err)
+	}
+}
+
 // TestSteadyState: reconciling a created volume again runs no lvm command and writes nothing.
 func TestSteadyState(t *testing.T) {
 	writes := 0
@@ -350,7 +386,15 @@ func TestRestartBeforeClassesLoaded(t *testing.T) {
 				t.Fatal(err)
 			}
 			cl := newClient(t, nil, inAPI)
-			r, err := New(Options{Client: cl, NodeName: node, LVM: svc, StatDevice: func(string) error { return nil }})
+			r, err := New(
+				Options{
+					Client:     cl,
+					APIReader:  cl,
+					NodeName:   node,
+					LVM:        svc,
+					StatDevice: func(string) error { return nil },
+				},
+			)
 			if err != nil {
 				t.Fatal(err)
 			}

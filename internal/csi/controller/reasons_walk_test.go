@@ -262,8 +262,10 @@ func startLVMDNode(t *testing.T, node string) *lvmdNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := logicalvolume.New(logicalvolume.Options{Client: mgr.GetClient(), NodeName: node,
-		LVM: wireLVM{Client: cl, node: n}})
+	r, err := logicalvolume.New(
+		logicalvolume.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: node,
+			LVM: wireLVM{Client: cl, node: n}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
