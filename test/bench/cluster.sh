@@ -14,7 +14,8 @@
 # "--with-snapshots --concurrency 5"); PROFILE=N (0: off) installs the product with --profiling
 # (config/components/profiling) and takes N s of CPU profiles of the operator and the node agents
 # from the start of each class's claims, and a heap profile after them, into
-# <class>/profiles/<pod>.{cpu,heap}.pb.gz (`go tool pprof`); CLASSES (default "lvms-thin lvms-thick")
+# <class>/profiles/<pod>.{cpu,heap}.pb.gz (`go tool pprof`); with SCALE, a heap profile at each count
+# (scale/profiles/<count>lvs-<pod>.heap.pb.gz); CLASSES (default "lvms-thin lvms-thick")
 # the StorageClasses to run, in order; NODE_MEMORY, MiB per node (lvms-dev up --memory; default its
 # own); BENCH_KEEP=1 leaves the cluster up. The nodes import the
 # images in _output/images (make images; make bench-cluster builds them first). OPERATOR_NODE=1 brings
@@ -106,7 +107,7 @@ if [[ -n "${SCALE:-}" ]]; then
 	# The scale mode: LVs of the thin class on one node through the counts of SCALE, no claims.
 	# shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
 	"${BIN}/bench-cluster" --storage-class lvms-thin --scale-lvs "${SCALE}" --size "${SCALE_SIZE:-32Mi}" \
-		--results "${OUT}/scale" ${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1
+		--profile-seconds "${PROFILE}" --results "${OUT}/scale" ${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1
 	exit "${failed}"
 fi
 for class in ${CLASSES:-lvms-thin lvms-thick}; do

@@ -81,7 +81,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.profileSeconds, "profile-seconds", 0,
 		"with --resources: a CPU profile of the operator and every node agent over the first N seconds of "+
 			"provisioning and a heap profile after it, into <results>/profiles (the operator must run with "+
-			"--profiling: lvms-dev up --profiling; 0: none)")
+			"--profiling: lvms-dev up --profiling; 0: none); in the scale mode, a heap profile of the operator "+
+			"and the node agent at each count")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "bound of the whole run")
 	fs.DurationVar(&o.claimTimeout, "claim-timeout", 10*time.Minute,
 		"bound of one claim's provisioning (PVC created to pod Running) and of its deletion")

@@ -148,13 +148,24 @@ type funcTime struct {
 // cpuTop returns the CPU time of every function of a CPU profile, the functions sorted by flat
 // time, and the profile's total.
 func cpuTop(data []byte) (funcs []funcTime, total int64, err error) {
+	return profileTop(data, "nanoseconds", func(st *profile.ValueType) bool { return st.Unit == "nanoseconds" })
+}
+
+// heapTop is cpuTop for the bytes in use of a heap profile.
+func heapTop(data []byte) (funcs []funcTime, total int64, err error) {
+	return profileTop(data, "inuse_space", func(st *profile.ValueType) bool { return st.Type == "inuse_space" })
+}
+
+// profileTop sums the samples of the first sample type that is (what) per function: flat in the
+// function itself, cumulative with what it calls. The functions come sorted by flat value.
+func profileTop(data []byte, what string, is func(*profile.ValueType) bool) (funcs []funcTime, total int64, err error) {
 	prof, err := profile.Parse(bytes.NewReader(data))
 	if err != nil {
 		return nil, 0, fmt.Errorf("parse: %w", err)
 	}
-	idx := slices.IndexFunc(prof.SampleType, func(st *profile.ValueType) bool { return st.Unit == "nanoseconds" })
+	idx := slices.IndexFunc(prof.SampleType, is)
 	if idx < 0 {
-		return nil, 0, fmt.Errorf("no sample type in nanoseconds (%d types)", len(prof.SampleType))
+		return nil, 0, fmt.Errorf("no sample type %s (%d types)", what, len(prof.SampleType))
 	}
 	byName := map[string]*funcTime{}
 	get := func(name string) *funcTime {
@@ -204,7 +215,23 @@ func writeCPUTop(w io.Writer, pod string, data []byte, n int) error {
 		return err
 	}
 	fmt.Fprintf(w, "CPU profile of %s: %.2f s sampled\n", pod, float64(total)/1e9)
-	writeFuncs(w, funcs[:min(n, len(funcs))], total)
+	writeTops(w, funcs, total, n, seconds)
+	return nil
+}
+
+// writeHeapTop is writeCPUTop for the bytes in use of a heap profile.
+func writeHeapTop(w io.Writer, pod string, data []byte, n int) error {
+	funcs, total, err := heapTop(data)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "heap profile of %s: %s MiB in use (sampled)\n", pod, mib(float64(total)))
+	writeTops(w, funcs, total, n, mebibytes)
+	return nil
+}
+
+func writeTops(w io.Writer, funcs []funcTime, total int64, n int, u unit) {
+	writeFuncs(w, funcs[:min(n, len(funcs))], total, u)
 	var own []funcTime
 	for _, f := range funcs {
 		if strings.HasPrefix(f.name, ownPrefix) {
@@ -212,16 +239,28 @@ func writeCPUTop(w io.Writer, pod string, data []byte, n int) error {
 		}
 	}
 	slices.SortStableFunc(own, func(a, b funcTime) int { return cmp.Compare(b.cum, a.cum) })
-	fmt.Fprintf(w, "  this project's functions by cumulative time:\n")
-	writeFuncs(w, own[:min(n, len(own))], total)
-	return nil
+	fmt.Fprintf(w, "  this project's functions by cumulative %s:\n", u.what)
+	writeFuncs(w, own[:min(n, len(own))], total, u)
 }
 
-func writeFuncs(w io.Writer, funcs []funcTime, total int64) {
+// unit is how writeFuncs prints a profile's values.
+type unit struct {
+	what   string  // what the values are, for the heading
+	suffix string  // printed after each value
+	scale  float64 // value / scale is printed
+}
+
+var (
+	seconds   = unit{"time", "s", 1e9}
+	mebibytes = unit{"bytes in use", "M", 1 << 20}
+)
+
+func writeFuncs(w io.Writer, funcs []funcTime, total int64, u unit) {
 	fmt.Fprintf(w, "  %8s %6s %8s %6s  %s\n", "flat", "flat%", "cum", "cum%", "function")
 	for _, f := range funcs {
-		fmt.Fprintf(w, "  %7.2fs %5.1f%% %7.2fs %5.1f%%  %s\n", float64(f.flat)/1e9, percent(f.flat, total),
-			float64(f.cum)/1e9, percent(f.cum, total), strings.TrimPrefix(f.name, ownPrefix))
+		fmt.Fprintf(w, "  %7.2f%s %5.1f%% %7.2f%s %5.1f%%  %s\n", float64(f.flat)/u.scale, u.suffix,
+			percent(f.flat, total), float64(f.cum)/u.scale, u.suffix, percent(f.cum, total),
+			strings.TrimPrefix(f.name, ownPrefix))
 	}
 }
 

@@ -12,14 +12,32 @@ import (
 // nanoseconds.
 func cpuProfile(t *testing.T, samples map[string]int64) []byte {
 	t.Helper()
-	prof := &profile.Profile{
+	return stackProfile(t, &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
 		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
 		Period:     10_000_000,
-	}
+	}, samples, func(ns int64) []int64 { return []int64{ns / 10_000_000, ns} })
+}
+
+// heapProfile is cpuProfile for a heap profile of the given bytes in use (and twice that allocated).
+func heapProfile(t *testing.T, samples map[string]int64) []byte {
+	t.Helper()
+	return stackProfile(t, &profile.Profile{
+		SampleType: []*profile.ValueType{
+			{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
+			{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"},
+		},
+		PeriodType: &profile.ValueType{Type: "space", Unit: "bytes"},
+		Period:     512 * 1024,
+	}, samples, func(b int64) []int64 { return []int64{2, 2 * b, 1, b} })
+}
+
+// stackProfile adds samples to prof: call stacks (leaf first, ";"-separated) with values(v).
+func stackProfile(t *testing.T, prof *profile.Profile, samples map[string]int64, values func(int64) []int64) []byte {
+	t.Helper()
 	funcs := map[string]*profile.Function{}
-	for stack, ns := range samples {
-		s := &profile.Sample{Value: []int64{ns / 10_000_000, ns}}
+	for stack, v := range samples {
+		s := &profile.Sample{Value: values(v)}
 		for name := range strings.SplitSeq(stack, ";") {
 			f := funcs[name]
 			if f == nil {
@@ -91,5 +109,29 @@ func TestCPUTop(t *testing.T) {
 	}
 	if _, _, err := cpuTop([]byte("not a profile")); err == nil {
 		t.Error("cpuTop of garbage: no error")
+	}
+}
+
+func TestHeapTop(t *testing.T) {
+	data := heapProfile(t, map[string]int64{
+		"reflect.New;json.Unmarshal;" + ownPrefix + "internal/csi/controller.(*Server).index": 3 << 20,
+		"runtime.malg;runtime.newproc": 1 << 20,
+	})
+	var out bytes.Buffer
+	if err := writeHeapTop(&out, "lvms-operator-x", data, 3); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	// In use, not allocated (which is twice as much).
+	for _, want := range []string{
+		"4.0 MiB in use", "   3.00M  75.0%    3.00M  75.0%  reflect.New",
+		"cumulative bytes in use:", "   0.00M   0.0%    3.00M  75.0%  internal/csi/controller.(*Server).index",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("writeHeapTop lacks %q:\n%s", want, got)
+		}
+	}
+	if _, _, err := heapTop(cpuProfile(t, map[string]int64{"main.f": 1})); err == nil {
+		t.Error("heapTop of a CPU profile: no error")
 	}
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,6 +91,11 @@ func runScale(ctx context.Context, o *options, stdout, log io.Writer) error {
 		return err
 	}
 	defer s.probe.teardown()
+	if o.profileSeconds > 0 {
+		if err := s.probe.bind(ctx, profileReader); err != nil {
+			return err
+		}
+	}
 	r := &scaleResult{Node: s.node, DeviceClass: s.class, Size: o.size}
 	for _, n := range o.scaleLVs {
 		fmt.Fprintf(log, "step: %d LVs on %s\n", n, s.node)
@@ -128,6 +136,7 @@ func (s *scaler) step(ctx context.Context, n int, log io.Writer) (scaleStep, err
 	if st.Before, err = s.readings(ctx); err != nil {
 		return st, err
 	}
+	s.heapProfiles(ctx, n, log)
 	if st.StartToReadySeconds, err = s.restartAgent(ctx); err != nil {
 		return st, err
 	}
@@ -202,6 +211,41 @@ func (s *scaler) readings(ctx context.Context) ([]scaleReading, error) {
 	})
 	slices.SortFunc(out, func(a, b scaleReading) int { return strings.Compare(a.Pod, b.Pod) })
 	return out, err
+}
+
+// heapProfiles takes a heap profile (in use, after a GC) of the operator and of the node's agent
+// when --profile-seconds is set, into <results>/profiles/<n>lvs-<pod>.heap.pb.gz, and prints the
+// top of each: what grows with the LVs. A failure costs only the profile.
+func (s *scaler) heapProfiles(ctx context.Context, n int, log io.Writer) {
+	if s.o.profileSeconds <= 0 {
+		return
+	}
+	p := &profiler{probe: s.probe, dir: filepath.Join(cmp.Or(s.o.results, "."), "profiles")}
+	pods, err := s.probe.pods(ctx)
+	if err == nil {
+		err = os.MkdirAll(p.dir, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintf(log, "warning: no heap profiles at %d LVs: %v\n", n, err)
+		return
+	}
+	for _, pod := range pods {
+		if strings.HasPrefix(pod.Name, lvmcluster.NodeDaemonSetName+"-") && pod.Spec.NodeName != s.node {
+			continue
+		}
+		file := filepath.Join(p.dir, fmt.Sprintf("%04dlvs-%s.heap.pb.gz", n, pod.Name))
+		err := p.fetch(ctx, pod, "heap?gc=1", file)
+		var b []byte
+		if err == nil {
+			b, err = os.ReadFile(file)
+		}
+		if err == nil {
+			err = writeHeapTop(log, fmt.Sprintf("%s at %d LVs", pod.Name, n), b, 12)
+		}
+		if err != nil {
+			fmt.Fprintf(log, "warning: heap profile of %s at %d LVs: %v\n", pod.Name, n, err)
+		}
+	}
 }
 
 // restartAgent deletes the node's agent pod and returns its successor's start → Ready.
