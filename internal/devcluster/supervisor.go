@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -24,7 +25,8 @@ func Supervise(ctx context.Context, stateDir string, out io.Writer) error {
 	}
 	pidFile := l.PIDFile("supervisor")
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-		return fmt.Errorf("write supervisor pid file: %w", err)
+		// Seen twice, unexplained: run/ gone between up's reset and this write. Say what is there.
+		return fmt.Errorf("write supervisor pid file: %w (%s holds: %s)", err, l.Dir, dirNames(l.Dir))
 	}
 	defer os.Remove(pidFile)
 	c, err := newCluster(l, cfg, out)
@@ -106,4 +108,17 @@ func (c *cluster) teardown() error {
 		_ = os.Remove(c.l.EgressSocket())
 	}
 	return errors.Join(errs...)
+}
+
+// dirNames lists the names in dir, for an error message.
+func dirNames(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err.Error()
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
 }
