@@ -7,6 +7,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/lvm-operator/lvm-operator/internal/version"
 )
 
 // logLevelFlag is controller-runtime's verbosity flag, which the operator passes on to the node
@@ -27,8 +29,13 @@ func addLogFlags(fl *pflag.FlagSet) *zap.Options {
 	return o
 }
 
-// setLogger makes the zap logger of o controller-runtime's (and so every component's) logger.
-func setLogger(o *zap.Options) { ctrl.SetLogger(zap.New(zap.UseFlagOptions(o))) }
+// setLogger makes the zap logger of o controller-runtime's (and so every component's) logger and
+// logs that component starts, with the version: the first line of the process, from which its
+// startup (to the health server, to Ready) can be timed.
+func setLogger(o *zap.Options, component string) {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(o)))
+	ctrl.Log.WithName(component).Info("Starting", "version", version.Get().String())
+}
 
 // logLevel is the value --zap-log-level was given on fl ("" when it was not set).
 func logLevel(fl *pflag.FlagSet) string {

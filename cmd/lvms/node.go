@@ -83,7 +83,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if f.nodeName == "" {
 		return errors.New("--node-name (or NODE_NAME) is required")
 	}
-	setLogger(f.log)
+	setLogger(f.log, "node")
 	scheme, err := operatorScheme()
 	if err != nil {
 		return err

@@ -220,7 +220,7 @@ func operatorScheme() (*runtime.Scheme, error) {
 }
 
 func runOperator(cmd *cobra.Command, f operatorFlags) error {
-	setLogger(f.log)
+	setLogger(f.log, "operator")
 	f.logLevel = logLevel(cmd.Flags())
 	scheme, err := operatorScheme()
 	if err != nil {
