@@ -58,6 +58,7 @@ type Predicate struct {
 func Predicates() []Predicate {
 	return []Predicate{
 		{"probed", rejectProbeFailure},
+		{"present", rejectGone},
 		{"in-selector", rejectNotSelected},
 		{"writable", rejectReadOnly},
 		{"not-suspended", rejectSuspended},
@@ -288,6 +289,19 @@ func rejectSignatures(c Candidate, p Policy) []string {
 		out = append(out, "has a filesystem signature: "+s)
 	}
 	return out
+}
+
+// rejectGone rejects a device that went away while the devices were probed, and a loop device with
+// no file attached; neither was read (on a node that ends many Block volumes at once, lsblk lists
+// loop devices the kubelet detaches a moment later).
+func rejectGone(c Candidate, _ Policy) []string {
+	switch {
+	case c.Facts.Gone:
+		return []string{"no longer exists"}
+	case c.Facts.Detached:
+		return []string{"is a loop device with no backing file"}
+	}
+	return nil
 }
 
 func rejectKubeletLoop(c Candidate, _ Policy) []string {

@@ -73,6 +73,10 @@ type Facts struct {
 	LoopBackingFile string
 	// Suspended is set for a suspended device-mapper device.
 	Suspended bool
+	// Gone is set when the device left sysfs after it was listed (an LV removed meanwhile), and
+	// Detached for a loop device with no backing file (the kubelet let go of a Block volume's loop):
+	// neither has anything to read.
+	Gone, Detached bool
 	// Swap is set when the device is an active swap area.
 	Swap bool
 	// OpenBy are the processes holding the device open ("pid 42 (cat)").
@@ -96,17 +100,23 @@ func (h *Host) Inspect(ctx context.Context, d BlockDevice, u Usage) (Facts, erro
 		return Facts{}, err
 	}
 	f.Partitions = h.partitions(name)
-	devno, _ := h.readTrimmed(sys + "/dev")
+	devno, err := h.readTrimmed(sys + "/dev")
+	if errors.Is(err, fs.ErrNotExist) {
+		f.Gone = true
+		return f, nil
+	}
 	f.MountPoints = u.Mounts.of(devno, name, d.Name, d.KName)
 	f.Swap = u.swap(name)
 	f.OpenBy = u.openBy[devno]
 	if s, err := h.readTrimmed(sys + "/loop/backing_file"); err == nil {
 		f.LoopBackingFile = s
+	} else if d.Type == "loop" && errors.Is(err, fs.ErrNotExist) {
+		f.Detached = true // sysfs has loop/ only while a file is attached
 	}
 	if s, err := h.readTrimmed(sys + "/dm/suspended"); err == nil && s == "1" {
 		f.Suspended = true
 	}
-	if volumeDevice(d, f) {
+	if volumeDevice(d, f) || f.Detached {
 		return f, nil
 	}
 	if err := h.probeSignatures(ctx, d.KName, &f); err != nil {
