@@ -388,7 +388,10 @@ func (f operatorFlags) servingCertDir() string {
 }
 
 // namespacedCache limits the manager's cache of the LVM objects that live in the operator namespace
-// (and of extra kinds) to that namespace; everything else is cached cluster-wide.
+// (and of extra kinds) to that namespace; everything else is cached cluster-wide. The cache keeps
+// no managedFields, which nothing here reads: writes go by server-side apply and patches, and an
+// update without them leaves them as they are. Decoded, they were the largest part of what each
+// LogicalVolume added to the operator's heap (heap profiles at 0 and 300 LVs, 2026-11-27).
 func namespacedCache(namespace string, extra ...client.Object) cache.Options {
 	inNamespace := cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
 	byObject := map[client.Object]cache.ByObject{
@@ -399,7 +402,7 @@ func namespacedCache(namespace string, extra ...client.Object) cache.Options {
 	for _, o := range extra {
 		byObject[o] = inNamespace
 	}
-	return cache.Options{ByObject: byObject}
+	return cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
 }
 
 // errCertNotReady is the readiness failure while the webhook certificate is being issued.

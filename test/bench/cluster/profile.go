@@ -234,7 +234,7 @@ func writeTops(w io.Writer, funcs []funcTime, total int64, n int, u unit) {
 	writeFuncs(w, funcs[:min(n, len(funcs))], total, u)
 	var own []funcTime
 	for _, f := range funcs {
-		if strings.HasPrefix(f.name, ownPrefix) {
+		if strings.HasPrefix(f.name, ownPrefix) && f.cum > 0 {
 			own = append(own, f)
 		}
 	}
