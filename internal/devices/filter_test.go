@@ -233,12 +233,7 @@ func TestPlanDoesNotReadVolumes(t *testing.T) {
 		"loop0/dev":               "7:0\n",
 		"loop0/loop/backing_file": "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pvc-1/0f1e\n",
 	})
-	var opened []string
-	h := NewHost(f, fsys, WithResolver(func(p string) (string, error) { return p, nil }),
-		WithOpenExclusive(func(p string) (io.Closer, error) {
-			opened = append(opened, p)
-			return io.NopCloser(nil), nil
-		}))
+	h, opened := openRecordingHost(f, fsys)
 	assertPlan(t, h, map[string]string{
 		"/dev/vdb":             "",
 		"/dev/mapper/vg1-lv1":  "is an LVM logical volume (type lvm)",
@@ -246,15 +241,7 @@ func TestPlanDoesNotReadVolumes(t *testing.T) {
 		"/dev/mapper/lvms-lv2": "is the dm-crypt mapping of an LVM logical volume (type crypt)",
 		"/dev/loop0":           "is a loop device backing kubelet plugin storage",
 	})
-	for _, l := range f.Lines() {
-		if strings.Contains(l, "/dev/dm-") || strings.Contains(l, "/dev/loop0") {
-			t.Errorf("ran %q on a volume's device", l)
-		}
-	}
-	slices.Sort(opened)
-	if want := []string{"/dev/vda", "/dev/vdb"}; !slices.Equal(opened, want) {
-		t.Errorf("opened exclusively %q, want %q", opened, want)
-	}
+	assertUntouched(t, f, *opened, []string{"/dev/dm-", "/dev/loop0"}, []string{"/dev/vda", "/dev/vdb"})
 }
 
 // TestPlanSkipsDevicesThatWentAway: on a node ending many Block volumes, lsblk lists loop devices the
@@ -274,24 +261,41 @@ func TestPlanSkipsDevicesThatWentAway(t *testing.T) {
 		"loop0/dev": "7:0\n", // detached: no loop/ directory
 		"loop1/dev": "7:1\n", "loop1/loop/backing_file": "/srv/disk.img\n",
 	}) // dm-9: gone from sysfs
+	h, opened := openRecordingHost(f, fsys)
+	assertPlan(t, h, map[string]string{
+		"/dev/loop0": "is a loop device with no backing file",
+		"/dev/loop1": "",
+		"/dev/dm-9":  "no longer exists",
+	})
+	assertUntouched(t, f, *opened, []string{"/dev/dm-9", "/dev/loop0"}, []string{"/dev/loop1"})
+}
+
+// openRecordingHost is a host on f and fsys that resolves paths to themselves and records the
+// devices it opens exclusively.
+func openRecordingHost(f *exectest.Fake, fsys fstest.MapFS) (*Host, *[]string) {
 	var opened []string
 	h := NewHost(f, fsys, WithResolver(func(p string) (string, error) { return p, nil }),
 		WithOpenExclusive(func(p string) (io.Closer, error) {
 			opened = append(opened, p)
 			return io.NopCloser(nil), nil
 		}))
-	assertPlan(t, h, map[string]string{
-		"/dev/loop0": "is a loop device with no backing file",
-		"/dev/loop1": "",
-		"/dev/dm-9":  "no longer exists",
-	})
+	return h, &opened
+}
+
+// assertUntouched checks that no command f ran names one of the skipped devices (prefixes) and
+// that exactly the devices in wantOpened were opened exclusively.
+func assertUntouched(t *testing.T, f *exectest.Fake, opened, skipped, wantOpened []string) {
+	t.Helper()
 	for _, l := range f.Lines() {
-		if strings.Contains(l, "/dev/dm-9") || strings.Contains(l, "/dev/loop0") {
-			t.Errorf("ran %q on a device that went away", l)
+		for _, dev := range skipped {
+			if strings.Contains(l, dev) {
+				t.Errorf("ran %q on %s, which should not be read", l, dev)
+			}
 		}
 	}
-	if want := []string{"/dev/loop1"}; !slices.Equal(opened, want) {
-		t.Errorf("opened exclusively %q, want %q", opened, want)
+	slices.Sort(opened)
+	if !slices.Equal(opened, wantOpened) {
+		t.Errorf("opened exclusively %q, want %q", opened, wantOpened)
 	}
 }
 
