@@ -95,16 +95,15 @@ func (h *Host) Inspect(ctx context.Context, d BlockDevice, u Usage) (Facts, erro
 	var f Facts
 	name := path.Base(d.KName)
 	sys := "sys/class/block/" + name
-	var err error
-	if f.Holders, err = h.holders(name); err != nil {
-		return Facts{}, err
-	}
-	f.Partitions = h.partitions(name)
 	devno, err := h.readTrimmed(sys + "/dev")
 	if errors.Is(err, fs.ErrNotExist) {
 		f.Gone = true
 		return f, nil
 	}
+	if f.Holders, err = h.holders(name); err != nil {
+		return Facts{}, err
+	}
+	f.Partitions = h.partitions(name)
 	f.MountPoints = u.Mounts.of(devno, name, d.Name, d.KName)
 	f.Swap = u.swap(name)
 	f.OpenBy = u.openBy[devno]
