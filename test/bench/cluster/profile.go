@@ -49,15 +49,17 @@ func startProfiles(ctx context.Context, o *options, res *resourceProbe, log io.W
 		fmt.Fprintln(log, "warning: no profiles: they need the resource probe (--resources)")
 		return nil
 	}
-	dir := filepath.Join(cmp.Or(o.results, "."), "profiles")
-	p := &profiler{probe: res, seconds: o.profileSeconds, dir: dir}
+	p := &profiler{probe: res, seconds: o.profileSeconds, dir: profilesDir(o)}
 	if err := p.start(ctx); err != nil {
 		fmt.Fprintf(log, "warning: no profiles: %v\n", err)
 		return nil
 	}
-	fmt.Fprintf(log, "profiling the operator and the node agents for %d s into %s\n", o.profileSeconds, dir)
+	fmt.Fprintf(log, "profiling the operator and the node agents for %d s into %s\n", o.profileSeconds, p.dir)
 	return p
 }
+
+// profilesDir is where the profiles of a run go: <results>/profiles.
+func profilesDir(o *options) string { return filepath.Join(cmp.Or(o.results, "."), "profiles") }
 
 // start begins the profiles of every running operator and node agent pod.
 func (p *profiler) start(ctx context.Context) error {

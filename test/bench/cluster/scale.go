@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -204,13 +203,19 @@ func (s *scaler) withLV(ctx context.Context) (int, string, error) {
 func (s *scaler) readings(ctx context.Context) ([]scaleReading, error) {
 	var out []scaleReading
 	err := s.probe.read(ctx, func(u *resourceUsage, m processMetrics) {
-		if strings.HasPrefix(u.Pod, lvmcluster.NodeDaemonSetName+"-") && u.Node != s.node {
+		if s.otherNodesAgent(u.Pod, u.Node) {
 			return
 		}
 		out = append(out, scaleReading{Pod: u.Pod, RSSBytes: m.rss, HeapBytes: m.heap})
 	})
 	slices.SortFunc(out, func(a, b scaleReading) int { return strings.Compare(a.Pod, b.Pod) })
 	return out, err
+}
+
+// otherNodesAgent reports whether pod, on node, is the node agent of a node other than the
+// scaled one: the scale mode reads and profiles only the operator and the scaled node's agent.
+func (s *scaler) otherNodesAgent(pod, node string) bool {
+	return strings.HasPrefix(pod, lvmcluster.NodeDaemonSetName+"-") && node != s.node
 }
 
 // heapProfiles takes a heap profile (in use, after a GC) of the operator and of the node's agent
@@ -220,7 +225,7 @@ func (s *scaler) heapProfiles(ctx context.Context, n int, log io.Writer) {
 	if s.o.profileSeconds <= 0 {
 		return
 	}
-	p := &profiler{probe: s.probe, dir: filepath.Join(cmp.Or(s.o.results, "."), "profiles")}
+	p := &profiler{probe: s.probe, dir: profilesDir(s.o)}
 	pods, err := s.probe.pods(ctx)
 	if err == nil {
 		err = os.MkdirAll(p.dir, 0o755)
@@ -230,7 +235,7 @@ func (s *scaler) heapProfiles(ctx context.Context, n int, log io.Writer) {
 		return
 	}
 	for _, pod := range pods {
-		if strings.HasPrefix(pod.Name, lvmcluster.NodeDaemonSetName+"-") && pod.Spec.NodeName != s.node {
+		if s.otherNodesAgent(pod.Name, pod.Spec.NodeName) {
 			continue
 		}
 		file := filepath.Join(p.dir, fmt.Sprintf("%04dlvs-%s.heap.pb.gz", n, pod.Name))
