@@ -70,7 +70,7 @@ func runDisks(cmd *cobra.Command, f disksFlags) error {
 		opts = append(opts, exec.WithPrefix(exec.NSEnterPrefix()...))
 		devOpts = append(devOpts, devices.WithMountInfo("proc/1/mountinfo"))
 	}
-	e := exec.NewHost(opts...)
+	e := devices.HideKubeletLoops(exec.NewHost(opts...), os.DirFS("/"), hostLVMConfDir(f.nsenter))
 	state, err := lvm.New(e).State(cmd.Context())
 	if err != nil {
 		return fmt.Errorf("read LVM state: %w", err)
@@ -114,4 +114,14 @@ func printDisks(out io.Writer, reports []diskReport) error {
 		return fmt.Errorf("write table: %w", err)
 	}
 	return nil
+}
+
+// hostLVMConfDir is where the host's /etc/lvm is seen from this process (for
+// devices.HideKubeletLoops): through PID 1's root when commands enter the host's
+// namespaces with nsenter, else in place.
+func hostLVMConfDir(nsenter bool) string {
+	if nsenter {
+		return "proc/1/root/etc/lvm"
+	}
+	return "etc/lvm"
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/lvm-operator/lvm-operator/internal/devices"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
@@ -102,7 +103,8 @@ func runLvmd(cmd *cobra.Command, f lvmdFlags) error {
 		opts = append(opts, exec.WithPrefix(exec.NSEnterPrefix()...))
 	}
 	svc, err := lvmd.NewService(lvmd.Options{
-		Executor: exec.NewHost(opts...), Classes: classes, RefreshInterval: f.refreshInterval,
+		Executor: devices.HideKubeletLoops(exec.NewHost(opts...), os.DirFS("/"), hostLVMConfDir(f.nsenter)),
+		Classes:  classes, RefreshInterval: f.refreshInterval,
 		Identity: lvm.Identity{Node: f.nodeName, Cluster: f.clusterID},
 	})
 	if err != nil {

@@ -109,6 +109,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	}
 	if _, err := nodeagent.Setup(mgr, nodeagent.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, Executor: exec.NewHost(hostOpts...), MountInfo: mountInfo,
+		LVMConfDir:  hostLVMConfDir(f.nsenter),
 		CSIEndpoint: f.csiSocket, RegistrationSocket: f.registrationSocket, KubeletCSIEndpoint: f.kubeletCSI,
 		LVMDSocket: f.lvmdSocket, KubeletDir: f.kubeletDir, ClusterID: f.clusterID,
 		SnapshotMetadataAddress: f.snapMetaAddr, SnapshotMetadataCertDir: f.snapMetaCertDir,

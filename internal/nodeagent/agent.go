@@ -50,6 +50,9 @@ type Options struct {
 	HostFS fs.FS
 	// MountInfo is the mountinfo path inside HostFS; "proc/1/mountinfo" with host PID.
 	MountInfo string
+	// LVMConfDir is the host's /etc/lvm inside HostFS ("proc/1/root/etc/lvm" with host PID, as
+	// devices.HideKubeletLoops reads it); empty means "etc/lvm".
+	LVMConfDir string
 	// Mounter mounts volumes; nil means mount.New("").
 	Mounter mount.Interface
 	// CSIEndpoint is where the CSI Identity and Node services listen (unix://path or a path).
@@ -93,7 +96,11 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 	if o.NodeName == "" || o.Executor == nil || o.CSIEndpoint == "" {
 		return nil, errors.New("node agent: NodeName, Executor and CSIEndpoint are required")
 	}
-	o.Executor = hostMetrics.Instrument(o.Executor)
+	if o.HostFS == nil {
+		o.HostFS = os.DirFS("/")
+	}
+	o.Executor = devices.HideKubeletLoops(hostMetrics.Instrument(o.Executor), o.HostFS,
+		cmp.Or(o.LVMConfDir, "etc/lvm"))
 	a, be, err := setupLVMD(mgr, o)
 	if err != nil {
 		return nil, err
@@ -201,10 +208,6 @@ func setupLVMD(mgr ctrl.Manager, o Options) (*Agent, backend, error) {
 }
 
 func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManager, stateChanged func()) error {
-	hostFS := o.HostFS
-	if hostFS == nil {
-		hostFS = os.DirFS("/")
-	}
 	var devOpts []devices.Option
 	if o.MountInfo != "" {
 		devOpts = append(devOpts, devices.WithMountInfo(o.MountInfo))
@@ -212,7 +215,7 @@ func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManage
 	vgm := vgmanager.New(vgmanager.Options{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("lvms-node"),
-		Disks:    devices.NewHost(o.Executor, hostFS, devOpts...),
+		Disks:    devices.NewHost(o.Executor, o.HostFS, devOpts...),
 		LVM:      lvm.New(o.Executor),
 		Sink:     classes,
 		// The classes are fed after every reconcile but change rarely; a changed volume group
