@@ -275,3 +275,26 @@ func TestStateOneExec(t *testing.T) {
 		t.Errorf("state read = %s", f.Lines()[0])
 	}
 }
+
+func TestValidTag(t *testing.T) {
+	tests := []struct {
+		tag string
+		ok  bool
+	}{
+		{"lvms", true},
+		{"lvms.node=node-0", true},
+		{"a_+.-/=!:&#Z9", true},
+		{strings.Repeat("t", maxTagLen), true},
+		{strings.Repeat("t", maxTagLen+1), false},
+		{"", false},
+		{"has space", false},
+		{"semi;colon", false},
+		{"new\nline", false},
+	}
+	for _, tt := range tests {
+		err := ValidTag(tt.tag)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrInvalidArgument)) {
+			t.Errorf("ValidTag(%.20q…, %d bytes) = %v, want ok=%v", tt.tag, len(tt.tag), err, tt.ok)
+		}
+	}
+}
