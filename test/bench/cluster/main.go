@@ -50,8 +50,10 @@ type options struct {
 	kubeconfig, storageClass, snapshotClass, size, volumeMode string
 	namespace, operatorNamespace, image, results, runID       string
 	claims, nodes, concurrency, floorSamples, profileSeconds  int
-	withSnapshots, floor, resources                           bool
-	timeout, claimTimeout                                     time.Duration
+	// agentRestarts is how often the scale mode restarts the node agent at each count.
+	agentRestarts                   int
+	withSnapshots, floor, resources bool
+	timeout, claimTimeout           time.Duration
 	// ours is set when the StorageClass's provisioner is topolvm.io.
 	ours bool
 	// scaleLVs are the steps of the scale mode (--scale-lvs), none without it.
@@ -86,6 +88,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "bound of the whole run")
 	fs.DurationVar(&o.claimTimeout, "claim-timeout", 10*time.Minute,
 		"bound of one claim's provisioning (PVC created to pod Running) and of its deletion")
+	fs.IntVar(&o.agentRestarts, "agent-restarts", 3,
+		"scale mode: node agent restarts at each count; start → Ready is their mean (the API server gives both "+
+			"ends in whole seconds, so one sample is off by up to a second)")
 	scale := fs.String("scale-lvs", "",
 		"scale mode (lvms only): grow the LVs of --storage-class's device class on one node through these "+
 			"counts (e.g. 0,100,1000; LogicalVolumes of --size, no claims) and read RSS and node agent start → Ready "+
