@@ -125,10 +125,16 @@ func removeLabelled(list client.ObjectList, opts ...client.ListOption) func(cont
 }
 
 // served reports whether the API server serves the kind (an optional API such as snapshots or
-// OpenShift's SCCs).
-func served(cl client.Client, gvk schema.GroupVersionKind) (bool, error) {
-	_, err := cl.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+// OpenShift's SCCs). A kind found absent is taken as absent for absentRecheck: controller-runtime's
+// mapper answers a kind it does not know by reading the whole discovery again, and on a cluster
+// without SCCs that happened in every reconcile.
+func (s *scope) served(gvk schema.GroupVersionKind) (bool, error) {
+	if s.absent.recent(gvk) {
+		return false, nil
+	}
+	_, err := s.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
+		s.absent.record(gvk)
 		return false, nil
 	}
 	if err != nil {

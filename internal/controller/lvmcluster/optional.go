@@ -3,6 +3,8 @@ package lvmcluster
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -47,7 +49,7 @@ func snapshotClassFor(c *lvmv1alpha1.LVMCluster, dc *lvmv1alpha1.DeviceClass) *u
 }
 
 func applySnapshotClasses(ctx context.Context, s *scope) error {
-	ok, err := served(s.client, SnapshotClassGVK)
+	ok, err := s.served(SnapshotClassGVK)
 	if err != nil || !ok {
 		return err
 	}
@@ -94,7 +96,7 @@ func sccFor(c *lvmv1alpha1.LVMCluster, namespace string) *unstructured.Unstructu
 }
 
 func applySCC(ctx context.Context, s *scope) error {
-	ok, err := served(s.client, SCCGVK)
+	ok, err := s.served(SCCGVK)
 	if err != nil || !ok {
 		return err
 	}
@@ -107,9 +109,45 @@ func applySCC(ctx context.Context, s *scope) error {
 }
 
 func removeSCC(ctx context.Context, s *scope) (bool, error) {
-	ok, err := served(s.client, SCCGVK)
+	ok, err := s.served(SCCGVK)
 	if err != nil || !ok {
 		return !ok, err
 	}
 	return deleteObject(ctx, s.client, newUnstructured(SCCGVK, SCCName, nil))
+}
+
+// absentRecheck is how long a kind the API server did not serve is taken as absent before
+// discovery is asked again: installing the snapshot CRDs is noticed by the first reconcile after it.
+const absentRecheck = time.Minute
+
+// absentKinds remembers when each optional kind was last found absent. The zero of a nil
+// *absentKinds remembers nothing. It is safe for concurrent use.
+type absentKinds struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	since map[schema.GroupVersionKind]time.Time
+}
+
+func newAbsentKinds(now func() time.Time) *absentKinds {
+	return &absentKinds{now: now, since: map[schema.GroupVersionKind]time.Time{}}
+}
+
+// recent reports whether gvk was found absent less than absentRecheck ago.
+func (a *absentKinds) recent(gvk schema.GroupVersionKind) bool {
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.since[gvk]
+	return ok && a.now().Sub(at) < absentRecheck
+}
+
+func (a *absentKinds) record(gvk schema.GroupVersionKind) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.since[gvk] = a.now()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,11 +54,12 @@ type Reconciler struct {
 	client   client.Client
 	recorder events.EventRecorder
 	opts     Options
+	absent   *absentKinds
 }
 
 // New returns the LVMCluster reconciler.
 func New(cl client.Client, recorder events.EventRecorder, opts Options) *Reconciler {
-	return &Reconciler{client: cl, recorder: recorder, opts: opts}
+	return &Reconciler{client: cl, recorder: recorder, opts: opts, absent: newAbsentKinds(time.Now)}
 }
 
 // scope is the state of one reconcile.
@@ -67,6 +69,8 @@ type scope struct {
 	opts     Options
 	cluster  *lvmv1alpha1.LVMCluster
 	original *lvmv1alpha1.LVMCluster
+	// absent remembers the optional kinds the API server did not serve (nil: ask every time).
+	absent *absentKinds
 }
 
 // phase is one named step of a reconcile.
@@ -91,7 +95,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{client: r.client, recorder: r.recorder, opts: r.opts, cluster: cluster, original: cluster.DeepCopy()}
+	s := &scope{
+		client: r.client, recorder: r.recorder, opts: r.opts, cluster: cluster, original: cluster.DeepCopy(),
+		absent: r.absent,
+	}
 	defer func() { retErr = errors.Join(retErr, patchStatus(ctx, s, retErr)) }()
 
 	if !cluster.DeletionTimestamp.IsZero() {
