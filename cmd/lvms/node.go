@@ -1,16 +1,22 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	csinode "github.com/lvm-operator/lvm-operator/internal/csi/node"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
@@ -92,11 +98,16 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	cacheOpts, err := nodeCache(cmd.Context(), cfg, scheme, f.namespace, f.nodeName)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metrics,
 		HealthProbeBindAddress: f.probeAddr,
-		Cache:                  namespacedCache(f.namespace),
+		Cache:                  cacheOpts,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -120,4 +131,27 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 		return fmt.Errorf("add ready check: %w", err)
 	}
 	return mgr.Start(cmd.Context())
+}
+
+// nodeCache is the node agent's cache: namespacedCache, and of the LogicalVolumes only the node's
+// own where the API server can select them by node (nodeagent.LogicalVolumesOfNode).
+func nodeCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, namespace, node string) (
+	cache.Options, error,
+) {
+	opts := namespacedCache(namespace)
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return opts, fmt.Errorf("client: %w", err)
+	}
+	by, ok, err := nodeagent.LogicalVolumesOfNode(ctx, direct, node)
+	if err != nil {
+		return opts, err
+	}
+	if !ok {
+		ctrl.Log.Info("The API server cannot select LogicalVolumes by " + nodeagent.NodeNameField +
+			" (Kubernetes before 1.31, or the CRD without selectableFields): caching every LogicalVolume of the cluster")
+		return opts, nil
+	}
+	opts.ByObject[&topolvmv1.LogicalVolume{}] = by
+	return opts, nil
 }

@@ -108,6 +108,7 @@ type LogicalVolumeStatus struct {
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
 // +kubebuilder:printcolumn:name="VolumeID",type=string,JSONPath=`.status.volumeID`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 
 // LogicalVolume is one LVM logical volume on one node, requested by the CSI controller and created by
 // that node's agent.
