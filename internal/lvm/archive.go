@@ -43,7 +43,9 @@ func CommandArgs(args ...string) []string {
 }
 
 // Run runs `lvm args...` (args[0] is the subcommand) through e with the archive bound
-// (CommandArgs) and returns its standard output.
+// (CommandArgs) and returns its standard output. A command refused because a thin pool's
+// components were left active without the pool is run again after they are deactivated
+// (runRepairing).
 func Run(ctx context.Context, e exec.Executor, args ...string) ([]byte, error) {
-	return exec.Run(ctx, e, Command, CommandArgs(args...)...)
+	return runRepairing(ctx, e, args...)
 }
