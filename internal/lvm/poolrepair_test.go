@@ -12,6 +12,8 @@ func TestRunRepairsAPoolLeftHalfActivated(t *testing.T) {
 	raw := []string{"lvcreate", "-y", "--type", "thin", "-V", "1073741824b", "--thinpool", "pool", "-n", "a", "vg"}
 	create := CommandArgs(raw...)
 	deactivate := CommandArgs("lvchange", "-an", "vg/pool_tdata", "vg/pool_tmeta")
+	repaired := []string{exec.CommandLine("lvm", create), exec.CommandLine("lvm", deactivate),
+		exec.CommandLine("lvm", create)}
 	refusal := func(comp string) exectest.Response {
 		return exectest.Fail(5, "  Activation of logical volume vg/pool is prohibited while logical volume vg/"+comp+
 			" is active.\n  Aborting. Failed to locally activate thin pool vg/pool.\n")
@@ -27,22 +29,14 @@ func TestRunRepairsAPoolLeftHalfActivated(t *testing.T) {
 			"tmeta left active",
 			refusal("pool_tmeta"),
 			exectest.OK(""),
-			[]string{
-				exec.CommandLine("lvm", create),
-				exec.CommandLine("lvm", deactivate),
-				exec.CommandLine("lvm", create),
-			},
+			repaired,
 			"",
 		},
 		{
 			"tdata left active",
 			refusal("pool_tdata"),
 			exectest.OK(""),
-			[]string{
-				exec.CommandLine("lvm", create),
-				exec.CommandLine("lvm", deactivate),
-				exec.CommandLine("lvm", create),
-			},
+			repaired,
 			"",
 		},
 		{
