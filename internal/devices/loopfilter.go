@@ -127,11 +127,11 @@ func kubeletLoopNames(fsys fs.FS) []string {
 	files, _ := fs.Glob(fsys, "sys/class/block/loop*/loop/backing_file")
 	loops := map[string]bool{}
 	for _, file := range files {
-		b, err := fs.ReadFile(fsys, file)
+		backing, err := readTrimmed(fsys, file)
 		if err != nil {
 			continue // detached meanwhile
 		}
-		if kubeletLoop(BlockDevice{Type: "loop"}, Facts{LoopBackingFile: strings.TrimSpace(string(b))}) {
+		if kubeletLoop(BlockDevice{Type: "loop"}, Facts{LoopBackingFile: backing}) {
 			loops[path.Base(path.Dir(path.Dir(file)))] = true
 		}
 	}

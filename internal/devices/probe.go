@@ -292,8 +292,11 @@ func (h *Host) partitions(name string) []string {
 	return out
 }
 
-func (h *Host) readTrimmed(p string) (string, error) {
-	b, err := fs.ReadFile(h.fsys, p)
+func (h *Host) readTrimmed(p string) (string, error) { return readTrimmed(h.fsys, p) }
+
+// readTrimmed reads the sysfs-style file p of fsys without its surrounding white space.
+func readTrimmed(fsys fs.FS, p string) (string, error) {
+	b, err := fs.ReadFile(fsys, p)
 	if err != nil {
 		return "", err
 	}
