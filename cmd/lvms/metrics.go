@@ -8,8 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/lvm-operator/lvm-operator/internal/metricsauth"
 )
 
 // The metrics server asks the API server who sent each scrape (a TokenReview of its bearer token)
@@ -48,7 +49,7 @@ func metricsOptions(bindAddress, certDir string, profiling bool) (metricsserver.
 	opts := metricsserver.Options{
 		BindAddress:    bindAddress,
 		SecureServing:  true,
-		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		FilterProvider: metricsauth.FilterProvider,
 		TLSOpts:        []func(*tls.Config){disableHTTP2},
 	}
 	if profiling {

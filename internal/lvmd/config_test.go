@@ -2,6 +2,7 @@ package lvmd_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -205,4 +206,34 @@ func FuzzParseConfig(f *testing.F) {
 			t.Errorf("accepted a configuration that does not validate: %v", err)
 		}
 	})
+}
+
+func TestClassNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"a":                      true,
+		"thin-1.fast_ssd":        true,
+		strings.Repeat("a", 253): true,
+		strings.Repeat("a", 254): false,
+		"":                       false,
+		"-a":                     false,
+		"a-":                     false,
+		"a/b":                    false,
+		"a b":                    false,
+		"ä":                      false,
+	} {
+		cfg := lvmd.Config{
+			DeviceClasses:         []lvmd.DeviceClass{{Name: name, VolumeGroup: "vg"}},
+			LVCreateOptionClasses: []lvmd.LVCreateOptionClass{{Name: name, Options: []string{"--type=raid1"}}},
+		}
+		err := cfg.Validate()
+		if got := strings.Count(fmt.Sprint(err), "name must be"); got != map[bool]int{true: 0, false: 2}[want] {
+			t.Errorf(
+				"class name of %d bytes %.20q: Validate() = %v, want valid %v for both kinds",
+				len(name),
+				name,
+				err,
+				want,
+			)
+		}
+	}
 }

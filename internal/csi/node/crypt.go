@@ -52,13 +52,16 @@ const (
 	cryptBusy         = 5 // the mapping is in use (close) or exists already (open)
 )
 
-// plainVolumeID is what a volume ID may be to appear as it is in a mapping name.
-var plainVolumeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$`)
+// plainVolumeID and maxPlainVolumeID: what a volume ID may be to appear as it is in a mapping
+// name. The length is checked apart, as a counted repetition compiles into that many copies.
+var plainVolumeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+
+const maxPlainVolumeID = 100
 
 // mappingName is the dm-crypt mapping of volume id: lvms-<id>, or lvms-<digest of id> for an ID that
 // is long or holds characters a device-mapper name should not (dm names end at 127 bytes).
 func mappingName(id string) string {
-	if plainVolumeID.MatchString(id) {
+	if len(id) <= maxPlainVolumeID && plainVolumeID.MatchString(id) {
 		return mappingPrefix + id
 	}
 	sum := sha256.Sum256([]byte(id))

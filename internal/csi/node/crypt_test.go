@@ -391,8 +391,9 @@ func TestNodeExpandEncryptedWithoutExpandSecret(t *testing.T) {
 }
 
 func TestMappingName(t *testing.T) {
-	long := strings.Repeat("a", 101)
+	longest, long := strings.Repeat("a", 100), strings.Repeat("a", 101)
 	for id, want := range map[string]string{
+		longest:                                "lvms-" + longest,
 		"0f1e2d3c-aaaa-bbbb-cccc-000000000001": "lvms-0f1e2d3c-aaaa-bbbb-cccc-000000000001",
 		"pvc-1":                                "lvms-pvc-1",
 		"a/b":                                  "lvms-",
