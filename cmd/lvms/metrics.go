@@ -7,6 +7,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"time"
 
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -42,9 +43,10 @@ const (
 
 // metricsOptions configures the metrics server of the operator and of the node agent alike: HTTPS
 // on bindAddress ("0" disables it), and /metrics only for authenticated clients allowed to get it.
-// With certDir empty the server generates a self-signed certificate in memory at start; otherwise
-// it serves tls.crt and tls.key from certDir (reloaded when they change), which must exist. With
-// profiling the server also serves the pprof handlers under profilePath, filtered alike.
+// It serves tls.crt and tls.key from certDir (reloaded when they change), which must exist; with
+// certDir empty, those of controller-runtime's default directory when both exist there (as LVMS
+// mounts them), or else a self-signed certificate made in memory (selfSignedCert). With profiling
+// the server also serves the pprof handlers under profilePath, filtered alike.
 func metricsOptions(bindAddress, certDir string, profiling bool) (metricsserver.Options, error) {
 	opts := metricsserver.Options{
 		BindAddress:    bindAddress,
@@ -56,6 +58,10 @@ func metricsOptions(bindAddress, certDir string, profiling bool) (metricsserver.
 		opts.ExtraHandlers = profileHandlers()
 	}
 	if certDir == "" {
+		if !hasCertFiles(defaultMetricsCertDir()) {
+			self := &selfSignedCert{now: time.Now}
+			opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.GetCertificate = self.getCertificate })
+		}
 		return opts, nil
 	}
 	// controller-runtime falls back to a self-signed certificate when the files are missing; a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -73,17 +74,21 @@ func startMetricsServer(t *testing.T, opts metricsserver.Options, cfg *rest.Conf
 func TestMetricsOptions(t *testing.T) {
 	withCert := t.TempDir()
 	mounted := writeCert(t, withCert, "lvms-operator-metrics.lvms-system.svc")
+	// controller-runtime's default directory is under $TMPDIR: one of the test's own.
+	t.Setenv("TMPDIR", t.TempDir())
 	tests := []struct {
-		name     string
-		addr     string
-		certDir  string
-		wantErr  string
-		disabled bool
-		wantCert []byte // nil: a certificate generated in memory
+		name       string
+		addr       string
+		certDir    string
+		defaultDir bool // a certificate in controller-runtime's default directory
+		wantErr    string
+		disabled   bool
+		wantCert   []byte // nil: a certificate generated in memory
 	}{
 		{name: "0 disables the server", addr: "0", disabled: true},
 		{name: "self-signed without a certificate directory", addr: "127.0.0.1:0"},
 		{name: "mounted certificate", addr: "127.0.0.1:0", certDir: withCert, wantCert: mounted},
+		{name: "certificate where LVMS mounts it", addr: "127.0.0.1:0", defaultDir: true},
 		{name: "certificate directory without files", addr: "127.0.0.1:0", certDir: t.TempDir(),
 			wantErr: "--metrics-cert-dir"},
 	}
@@ -91,6 +96,15 @@ func TestMetricsOptions(t *testing.T) {
 	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			wantCert := tt.wantCert
+			if tt.defaultDir {
+				dir := defaultMetricsCertDir()
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = os.RemoveAll(dir) })
+				wantCert = writeCert(t, dir, "lvms-operator-metrics.openshift-storage.svc")
+			}
 			opts, err := metricsOptions(tt.addr, tt.certDir, false)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -115,9 +129,13 @@ func TestMetricsOptions(t *testing.T) {
 			if state.NegotiatedProtocol == "h2" {
 				t.Error("metrics server negotiated HTTP/2")
 			}
-			served := state.PeerCertificates[0].Raw
-			if tt.wantCert != nil && !bytes.Equal(served, leafCert(t, tt.wantCert)) {
-				t.Error("metrics server does not serve the certificate of --metrics-cert-dir")
+			served := state.PeerCertificates[0]
+			switch {
+			case wantCert != nil && !bytes.Equal(served.Raw, leafCert(t, wantCert)):
+				t.Error("metrics server does not serve the mounted certificate")
+			case wantCert == nil && (served.PublicKeyAlgorithm != x509.ECDSA || served.VerifyHostname("127.0.0.1") != nil):
+				t.Errorf("self-signed certificate with a %v key for %v, want ECDSA for 127.0.0.1",
+					served.PublicKeyAlgorithm, served.IPAddresses)
 			}
 		})
 	}
@@ -145,4 +163,36 @@ func leafCert(t *testing.T, pemBytes []byte) []byte {
 		t.Fatalf("parse certificate: %v", err)
 	}
 	return certs[0].Raw
+}
+
+// TestSelfSignedCertRenewal: the self-signed certificate is made once, kept while valid, and made
+// anew a day before it ends.
+func TestSelfSignedCertRenewal(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	self := &selfSignedCert{now: func() time.Time { return now }}
+	first, err := self.getCertificate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Leaf.NotBefore.Before(now) || !first.Leaf.NotAfter.Equal(now.Add(selfSignedValidity)) {
+		t.Fatalf("valid %v to %v, want from before %v for %v", first.Leaf.NotBefore, first.Leaf.NotAfter, now,
+			selfSignedValidity)
+	}
+	for _, step := range []struct {
+		after time.Duration
+		same  bool
+	}{
+		{after: time.Minute, same: true},
+		{after: selfSignedValidity - selfSignedRenewal - time.Minute, same: true},
+		{after: selfSignedValidity - selfSignedRenewal + time.Minute, same: false},
+	} {
+		now = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC).Add(step.after)
+		got, err := self.getCertificate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got == first) != step.same {
+			t.Errorf("after %v: the same certificate %v, want %v", step.after, got == first, step.same)
+		}
+	}
 }
