@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -134,12 +135,16 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 }
 
 // nodeCache is the node agent's cache: namespacedCache, and of the LogicalVolumes only the node's
-// own where the API server can select them by node (nodeagent.LogicalVolumesOfNode).
+// own where the API server can select them by node (nodeagent.LogicalVolumesOfNode). The probe's
+// client knows the one kind it lists: a discovering mapper would first read the API server's
+// discovery, before the agent serves its health endpoint.
 func nodeCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, namespace, node string) (
 	cache.Options, error,
 ) {
 	opts := namespacedCache(namespace)
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(topolvmv1.GroupVersion.WithKind("LogicalVolume"), meta.RESTScopeRoot)
+	direct, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		return opts, fmt.Errorf("client: %w", err)
 	}
