@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
-	"os"
-	"path/filepath"
 	"time"
 
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -58,7 +56,7 @@ func metricsOptions(bindAddress, certDir string, profiling bool) (metricsserver.
 		opts.ExtraHandlers = profileHandlers()
 	}
 	if certDir == "" {
-		if !hasCertFiles(defaultMetricsCertDir()) {
+		if certFilesErr(defaultMetricsCertDir()) != nil {
 			self := &selfSignedCert{now: time.Now}
 			opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.GetCertificate = self.getCertificate })
 		}
@@ -66,10 +64,8 @@ func metricsOptions(bindAddress, certDir string, profiling bool) (metricsserver.
 	}
 	// controller-runtime falls back to a self-signed certificate when the files are missing; a
 	// certificate the user mounted must not be replaced silently.
-	for _, name := range []string{metricsCertFile, metricsKeyFile} {
-		if _, err := os.Stat(filepath.Join(certDir, name)); err != nil {
-			return metricsserver.Options{}, fmt.Errorf("--metrics-cert-dir: %w", err)
-		}
+	if err := certFilesErr(certDir); err != nil {
+		return metricsserver.Options{}, fmt.Errorf("--metrics-cert-dir: %w", err)
 	}
 	opts.CertDir, opts.CertName, opts.KeyName = certDir, metricsCertFile, metricsKeyFile
 	return opts, nil

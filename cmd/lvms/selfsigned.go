@@ -88,12 +88,13 @@ func defaultMetricsCertDir() string {
 	return filepath.Join(os.TempDir(), "k8s-metrics-server", "serving-certs")
 }
 
-// hasCertFiles reports whether dir holds both files of a mounted certificate.
-func hasCertFiles(dir string) bool {
+// certFilesErr is the error of the first of tls.crt and tls.key that dir does not hold, or nil
+// when it holds both files of a mounted certificate.
+func certFilesErr(dir string) error {
 	for _, name := range []string{metricsCertFile, metricsKeyFile} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return false
+			return err
 		}
 	}
-	return true
+	return nil
 }
