@@ -38,17 +38,14 @@ func leftoverComponents(err error) []string {
 // active without it (leftoverComponents), it deactivates them (`lvchange -an`, which lvm2 refuses
 // while anything holds them open) and runs the command once more.
 func runRepairing(ctx context.Context, e exec.Executor, args ...string) ([]byte, error) {
-	out, err := exec.Run(ctx, e, Command, CommandArgs(args...)...)
+	lvm := func(args ...string) ([]byte, error) { return exec.Run(ctx, e, Command, CommandArgs(args...)...) }
+	out, err := lvm(args...)
 	comps := leftoverComponents(err)
 	if comps == nil {
 		return out, err
 	}
-	if _, derr := exec.Run(
-		ctx,
-		e,
-		Command,
-		CommandArgs(append([]string{"lvchange", "-an"}, comps...)...)...); derr != nil {
+	if _, derr := lvm(append([]string{"lvchange", "-an"}, comps...)...); derr != nil {
 		return out, errors.Join(err, fmt.Errorf("deactivate the thin pool's components left active: %w", derr))
 	}
-	return exec.Run(ctx, e, Command, CommandArgs(args...)...)
+	return lvm(args...)
 }
