@@ -111,7 +111,8 @@ func readPID(path string) (int, error) {
 }
 
 // aliveUnder reports whether process pid exists and its command line or executable mentions
-// dir (so a recycled pid of an unrelated process is never taken for ours).
+// dir (so a recycled pid of an unrelated process is never taken for ours). While a process execs,
+// its command line is empty for a moment: a child just started is followed through its Wait instead.
 func aliveUnder(pid int, dir string) bool {
 	if pid <= 1 || syscall.Kill(pid, 0) != nil {
 		return false

@@ -25,7 +25,8 @@ func Supervise(ctx context.Context, stateDir string, out io.Writer) error {
 	}
 	pidFile := l.PIDFile("supervisor")
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-		// Seen twice, unexplained: run/ gone between up's reset and this write. Say what is there.
+		// Seen when up, right after starting this process, took it for dead (its command line is
+		// empty while it execs; fixed in follow) and the caller's down removed run/. Say what is there.
 		return fmt.Errorf("write supervisor pid file: %w (%s holds: %s)", err, l.Dir, dirNames(l.Dir))
 	}
 	defer os.Remove(pidFile)

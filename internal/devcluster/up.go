@@ -73,12 +73,12 @@ func Up(ctx context.Context, o UpOptions) error {
 		return err
 	}
 	start := time.Now()
-	pid, err := spawnSupervisor(l, cfg.LVMSDev)
+	sup, err := spawnSupervisor(l, cfg.LVMSDev)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "supervisor started (pid %d), log %s\n", pid, l.Log("supervisor"))
-	if err := follow(ctx, l, pid, o.Timeout, o.Out); err != nil {
+	fmt.Fprintf(o.Out, "supervisor started (pid %d), log %s\n", sup.pid, l.Log("supervisor"))
+	if err := follow(ctx, l, sup, o.Timeout, o.Out); err != nil {
 		return err
 	}
 	fmt.Fprintf(
@@ -306,11 +306,18 @@ func goBuild(ctx context.Context, l Layout, repo, out, pkg string) error {
 	return nil
 }
 
+// supervisor is the `lvms-dev supervise` process up started.
+type supervisor struct {
+	pid    int
+	exited chan struct{} // closed once the process has exited and been reaped
+	how    string        // how it exited ("exit status 1", "signal: killed"); set before exited closes
+}
+
 // spawnSupervisor starts `lvms-dev supervise` in its own session, logging to logs/supervisor.log.
-func spawnSupervisor(l Layout, lvmsDev string) (int, error) {
+func spawnSupervisor(l Layout, lvmsDev string) (*supervisor, error) {
 	f, err := os.OpenFile(l.Log("supervisor"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return 0, fmt.Errorf("open supervisor log: %w", err)
+		return nil, fmt.Errorf("open supervisor log: %w", err)
 	}
 	defer f.Close()
 	cmd := exec.Command(lvmsDev, "supervise", "--state-dir", l.Dir)
@@ -318,17 +325,23 @@ func spawnSupervisor(l Layout, lvmsDev string) (int, error) {
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start supervisor: %w", err)
+		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
-	pid := cmd.Process.Pid
+	s := &supervisor{pid: cmd.Process.Pid, exited: make(chan struct{})}
 	// Reap it if it exits while we still run; it outlives us otherwise.
-	go func() { _ = cmd.Wait() }()
-	return pid, nil
+	go func() {
+		_ = cmd.Wait()
+		s.how = cmd.ProcessState.String()
+		close(s.exited)
+	}()
+	return s, nil
 }
 
 // follow copies the supervisor's log to out until the cluster is ready, failed, the supervisor
-// died, or timeout passed.
-func follow(ctx context.Context, l Layout, pid int, timeout time.Duration, out io.Writer) error {
+// died, or timeout passed. Whether the supervisor lives comes from its reaping, not from /proc:
+// cmd.Start returns while the kernel still builds the new image, and /proc/<pid>/cmdline is empty
+// until it has (aliveUnder then says gone, as it did for bench runs whose supervisor was fine).
+func follow(ctx context.Context, l Layout, sup *supervisor, timeout time.Duration, out io.Writer) error {
 	f, err := os.Open(l.Log("supervisor"))
 	if err != nil {
 		return fmt.Errorf("open supervisor log: %w", err)
@@ -352,11 +365,17 @@ func follow(ctx context.Context, l Layout, pid int, timeout time.Duration, out i
 		}
 		if b, err := os.ReadFile(l.Failed()); err == nil {
 			// The supervisor tears down what it started; return once it is gone.
-			waitGone(ctx, pid, l.Dir, supervisorGrace)
+			select {
+			case <-sup.exited:
+			case <-ctx.Done():
+			case <-time.After(supervisorGrace):
+			}
 			return fmt.Errorf("dev cluster failed to start: %s", bytes.TrimSpace(b))
 		}
-		if !aliveUnder(pid, l.Dir) {
-			return failure("supervisor", l.Log("supervisor"), errors.New("exited"))
+		select {
+		case <-sup.exited:
+			return failure("supervisor", l.Log("supervisor"), fmt.Errorf("exited (%s)", sup.how))
+		default:
 		}
 		if time.Now().After(deadline) {
 			return failure(
