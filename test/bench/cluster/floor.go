@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/demo"
+	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
@@ -33,6 +35,10 @@ type floor struct {
 	APICreate []float64 `json:"apiCreateMs"`
 	APIGet    []float64 `json:"apiGetMs"`
 	APIDelete []float64 `json:"apiDeleteMs"`
+	// Per node, the CPU idle % over the last second before the samples, and how many seconds the
+	// floor waited for it (quietScript).
+	QuietIdlePct     map[string]int `json:"quietIdlePct,omitempty"`
+	QuietWaitSeconds map[string]int `json:"quietWaitSeconds,omitempty"`
 }
 
 // median of the samples (0 for none).
@@ -66,7 +72,24 @@ func (f *floor) describe() string {
 		"(create %s, get %s, delete %s of a ConfigMap) = %s; lvremove %s + round trip = %s",
 		ms(median(all(f.Lvcreate))), kind, f.VG, len(all(f.Lvcreate)), len(f.Lvcreate), ms(f.roundTrip()),
 		ms(median(f.APICreate)), ms(median(f.APIGet)), ms(median(f.APIDelete)), ms(f.create()),
-		ms(median(all(f.Lvremove))), ms(f.remove()))
+		ms(median(all(f.Lvremove))), ms(f.remove())) + f.describeQuiet()
+}
+
+// describeQuiet says how long the nodes took to be quiet, and which were not.
+func (f *floor) describeQuiet() string {
+	if len(f.QuietWaitSeconds) == 0 {
+		return ""
+	}
+	waits := slices.Sorted(maps.Values(f.QuietWaitSeconds))
+	s := fmt.Sprintf("; sampled once the node's CPU was %d %% idle (waited %d–%d s)", quietIdlePct,
+		waits[0], waits[len(waits)-1])
+	for _, node := range slices.Sorted(maps.Keys(f.QuietIdlePct)) {
+		if f.QuietIdlePct[node] < quietIdlePct {
+			s += fmt.Sprintf("; %s NOT quiet after %d s (%d %% idle)", node, f.QuietWaitSeconds[node],
+				f.QuietIdlePct[node])
+		}
+	}
+	return s
 }
 
 // floorProbe measures the floor through the node agents (demo.AgentExec: pods/exec into the agent
@@ -109,7 +132,8 @@ func (p *floorProbe) measure(ctx context.Context, params map[string]string, node
 	if err != nil {
 		return nil, err
 	}
-	f := &floor{VG: vg, Pool: pool, Lvcreate: map[string][]float64{}, Lvremove: map[string][]float64{}}
+	f := &floor{VG: vg, Pool: pool, Lvcreate: map[string][]float64{}, Lvremove: map[string][]float64{},
+		QuietIdlePct: map[string]int{}, QuietWaitSeconds: map[string]int{}}
 	for _, node := range nodes {
 		script, err := lvcreateScript(vg, pool, size, p.o.runID, p.o.floorSamples)
 		if err != nil {
@@ -123,6 +147,9 @@ func (p *floorProbe) measure(ctx context.Context, params map[string]string, node
 		if err != nil {
 			return nil, fmt.Errorf("lvcreate floor on %s: %w", node, err)
 		}
+		if pct, waited, ok := parseQuiet(out); ok {
+			f.QuietIdlePct[node], f.QuietWaitSeconds[node] = pct, waited
+		}
 	}
 	if err := p.apiRoundTrips(ctx, f); err != nil {
 		return nil, err
@@ -130,14 +157,46 @@ func (p *floorProbe) measure(ctx context.Context, params map[string]string, node
 	return f, nil
 }
 
-// lvcreateScript is the node script: n times, lvcreate an LV with exactly the command line the
-// node agent uses (internal/lvm's builders) plus a tag marking it as the benchmark's, time it in
-// nanoseconds inside the node, lvremove it and time that; whatever fails, the EXIT trap removes
-// every LV with the run's tag.
+// Before its samples the floor waits for a quiet node: CPU at least quietIdlePct % idle over a
+// second, for at most quietMaxSeconds. Right after the cluster is Ready a node still starts pods
+// and the agent discovers its disks; the floor measured then was three times the lvcreate of the
+// claim that followed (2026-11-27: 929 ms against 277 ms).
+const (
+	quietIdlePct    = 80
+	quietMaxSeconds = 120
+)
+
+// quietScript waits, for at most maxSeconds, until the node's CPU is idlePct % idle over a second
+// (from /proc/stat) and prints "quiet <idle %> <seconds waited>".
+func quietScript(idlePct, maxSeconds int) string {
+	return fmt.Sprintf(`cpu() { read -r _ u n s i w q sq st _ </proc/stat; echo $((u+n+s+i+w+q+sq+st)) $((i+w)); }
+waited=0
+while :; do
+	set -- $(cpu); t0=$1 i0=$2
+	sleep 1
+	set -- $(cpu); dt=$(($1-t0)); [ "$dt" -gt 0 ] || dt=1
+	pct=$(( ($2-i0)*100/dt ))
+	if [ "$pct" -ge %d ] || [ "$waited" -ge %d ]; then break; fi
+	waited=$((waited+1))
+done
+echo "quiet $pct $waited"
+`, idlePct, maxSeconds)
+}
+
+// lvcreateScript is the node script: wait for a quiet node (quietScript), then n times lvcreate
+// an LV with exactly the command line the node agent runs (its nsenter prefix, lvm with the
+// archive bound, internal/lvm's builders) plus a tag marking it as the benchmark's, time it in
+// nanoseconds inside the node, lvremove it the agent's way and time that; whatever fails, the
+// EXIT trap removes every LV with the run's tag.
 func lvcreateScript(vg, pool string, size uint64, runID string, n int) (string, error) {
 	tag := "lvms-bench-" + runID
 	var b strings.Builder
-	fmt.Fprintf(&b, "trap 'lvremove -y -S lv_tags=%s >/dev/null 2>&1' EXIT\nset -e\n", tag)
+	fmt.Fprintf(
+		&b,
+		"trap 'lvremove -y -S lv_tags=%s >/dev/null 2>&1' EXIT\nset -e\n%s",
+		tag,
+		quietScript(quietIdlePct, quietMaxSeconds),
+	)
 	for i := range n {
 		name := fmt.Sprintf("bench-floor-%s-%d", runID, i)
 		var (
@@ -152,10 +211,22 @@ func lvcreateScript(vg, pool string, size uint64, runID string, n int) (string, 
 		if err != nil {
 			return "", fmt.Errorf("lvcreate command line: %w", err)
 		}
-		fmt.Fprintf(&b, "a=$(date +%%s%%N); %s >/dev/null; b=$(date +%%s%%N); lvremove -y %s/%s >/dev/null; "+
-			"c=$(date +%%s%%N); echo \"sample $((b-a)) $((c-b))\"\n", strings.Join(args, " "), vg, name)
+		fmt.Fprintf(&b, "a=$(date +%%s%%N); %s >/dev/null; b=$(date +%%s%%N); %s >/dev/null; "+
+			"c=$(date +%%s%%N); echo \"sample $((b-a)) $((c-b))\"\n",
+			agentCommand(args), agentCommand([]string{"lvremove", "-y", vg + "/" + name}))
 	}
 	return b.String(), nil
+}
+
+// agentCommand is the shell command line of lvm2 subcommand args as the node agent runs it.
+func agentCommand(args []string) string {
+	words := append(append(exec.NSEnterPrefix(), lvm.Command), lvm.CommandArgs(args...)...)
+	for i, w := range words {
+		if strings.ContainsAny(w, " {}'\"$\\*?;&|<>()") {
+			words[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // parseSamples reads the "sample <lvcreate ns> <lvremove ns>" lines of lvcreateScript.
@@ -178,6 +249,22 @@ func parseSamples(out string) (create, remove []float64, err error) {
 		return nil, nil, fmt.Errorf("no samples in the output:\n%s", out)
 	}
 	return create, remove, nil
+}
+
+// parseQuiet reads the "quiet <idle %> <seconds waited>" line of quietScript.
+func parseQuiet(out string) (pct, waited int, ok bool) {
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "quiet" {
+			continue
+		}
+		p, err1 := strconv.Atoi(f[1])
+		w, err2 := strconv.Atoi(f[2])
+		if err1 == nil && err2 == nil {
+			return p, w, true
+		}
+	}
+	return 0, 0, false
 }
 
 // apiSamples is how many times apiRoundTrips creates, gets and deletes a ConfigMap.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"maps"
+	osexec "os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -168,11 +169,14 @@ func TestLvcreateScriptUsesTheAgentsCommandLine(t *testing.T) {
 		want       []string
 	}{
 		{name: "thin", pool: "thin-pool-1", want: []string{
-			"lvcreate -y --wipesignatures y -n bench-floor-r1-0 --type thin -V 1073741824b --thinpool thin-pool-1 " +
+			"nsenter -t 1 -m -u -i -n -p -- lvm lvcreate --config 'backup { retain_min = 10 retain_days = 0 }' " +
+				"-y --wipesignatures y -n bench-floor-r1-0 --type thin -V 1073741824b --thinpool thin-pool-1 " +
 				"--addtag lvms-bench-r1 thin",
-			"lvremove -y thin/bench-floor-r1-0", "lv_tags=lvms-bench-r1"}},
+			"nsenter -t 1 -m -u -i -n -p -- lvm lvremove --config 'backup { retain_min = 10 retain_days = 0 }' " +
+				"-y thin/bench-floor-r1-0", "lv_tags=lvms-bench-r1", "</proc/stat"}},
 		{name: "thick", want: []string{
-			"lvcreate -y --wipesignatures y -n bench-floor-r1-1 -L 1073741824b --addtag lvms-bench-r1 thick"}},
+			"lvm lvcreate --config 'backup { retain_min = 10 retain_days = 0 }' -y --wipesignatures y " +
+				"-n bench-floor-r1-1 -L 1073741824b --addtag lvms-bench-r1 thick"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := lvcreateScript(tc.name, tc.pool, 1<<30, "r1", 2)
@@ -184,6 +188,50 @@ func TestLvcreateScriptUsesTheAgentsCommandLine(t *testing.T) {
 					t.Errorf("script lacks %q:\n%s", w, s)
 				}
 			}
+			if out, err := osexec.Command("sh", "-n", "-c", s).CombinedOutput(); err != nil {
+				t.Errorf("sh -n: %v\n%s\n%s", err, out, s)
+			}
 		})
+	}
+}
+
+// The wait for a quiet node ends at once when any idle share will do, and after the bound when
+// none will; it prints the line parseQuiet reads.
+func TestQuietScript(t *testing.T) {
+	for _, tc := range []struct {
+		idle, max, wantWaited int
+	}{{idle: 0, max: 5, wantWaited: 0}, {idle: 101, max: 1, wantWaited: 1}} {
+		out, err := osexec.Command("sh", "-c", quietScript(tc.idle, tc.max)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("idle %d: %v\n%s", tc.idle, err, out)
+		}
+		pct, waited, ok := parseQuiet(string(out))
+		if !ok || waited != tc.wantWaited || pct < 0 || pct > 100 {
+			t.Errorf("idle %d, max %d: %q parsed as %d %% after %d s (%v), want %d s", tc.idle, tc.max, out, pct,
+				waited, ok, tc.wantWaited)
+		}
+	}
+}
+
+func TestFloorDescribeQuiet(t *testing.T) {
+	f := &floor{
+		VG:       "thin",
+		Lvcreate: map[string][]float64{"node-0": {300}, "node-1": {500}},
+		Lvremove: map[string][]float64{"node-0": {200}, "node-1": {400}},
+		QuietIdlePct: map[string]int{
+			"node-0": 91,
+			"node-1": 43,
+		},
+		QuietWaitSeconds: map[string]int{"node-0": 3, "node-1": 120},
+	}
+	got := f.describe()
+	for _, want := range []string{"sampled once the node's CPU was 80 % idle (waited 3–120 s)",
+		"node-1 NOT quiet after 120 s (43 % idle)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "node-0 NOT") {
+		t.Errorf("a quiet node reported as not quiet: %q", got)
 	}
 }
