@@ -91,6 +91,7 @@ func TestVolumeFlows(t *testing.T) {
 		{"DeletionRemovesLV", testDeletionRemovesLV},
 		{"EncryptedVolume", testEncryptedVolume},
 		{"SnapshotMetadata", testSnapshotMetadata},
+		{"CopiedStorageClass", testCopiedStorageClass},
 	}
 	for _, f := range flows {
 		t.Run(f.name, func(t *testing.T) {

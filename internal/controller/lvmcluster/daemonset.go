@@ -11,7 +11,6 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
@@ -194,12 +193,7 @@ func controllerRef(c *lvmv1alpha1.LVMCluster) *metav1ac.OwnerReferenceApplyConfi
 }
 
 func applyNodeDaemonSet(ctx context.Context, s *scope) error {
-	if err := s.client.Apply(
-		ctx,
-		nodeDaemonSetFor(s.cluster, s.opts),
-		client.FieldOwner(FieldOwner),
-		client.ForceOwnership,
-	); err != nil {
+	if err := applyOperand(ctx, s.client, nodeDaemonSetFor(s.cluster, s.opts)); err != nil {
 		return fmt.Errorf("apply DaemonSet %s/%s: %w", s.opts.Namespace, NodeDaemonSetName, err)
 	}
 	return nil

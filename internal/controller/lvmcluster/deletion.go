@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,21 +85,45 @@ func (s *scope) blockDeletion(reason, msg string) {
 }
 
 // claimsUsingOurClasses lists the PVCs (namespace/name) whose StorageClass is one of this
-// LVMCluster's.
+// LVMCluster's, or any other class of our driver on one of its device classes (a user's copy of
+// ours): their volumes live in the volume groups that deletion tears down.
 func claimsUsingOurClasses(ctx context.Context, cl client.Client, c *lvmv1alpha1.LVMCluster) ([]string, error) {
+	ours, err := classesOnOurDeviceClasses(ctx, cl, c)
+	if err != nil {
+		return nil, err
+	}
 	var pvcs corev1.PersistentVolumeClaimList
 	if err := cl.List(ctx, &pvcs); err != nil {
 		return nil, fmt.Errorf("list PersistentVolumeClaims: %w", err)
 	}
-	ours := wantedClassNames(c)
 	var out []string
 	for i := range pvcs.Items {
 		p := &pvcs.Items[i]
-		if p.Spec.StorageClassName != nil && strings.HasPrefix(*p.Spec.StorageClassName, StorageClassPrefix) &&
-			ours[*p.Spec.StorageClassName] {
+		if p.Spec.StorageClassName != nil && ours[*p.Spec.StorageClassName] {
 			out = append(out, p.Namespace+"/"+p.Name)
 		}
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// classesOnOurDeviceClasses are the names of this LVMCluster's StorageClasses and of every other
+// StorageClass of our driver whose device class is one of the LVMCluster's.
+func classesOnOurDeviceClasses(
+	ctx context.Context,
+	cl client.Client,
+	c *lvmv1alpha1.LVMCluster,
+) (map[string]bool, error) {
+	ours := wantedClassNames(c)
+	var classes storagev1.StorageClassList
+	if err := cl.List(ctx, &classes); err != nil {
+		return nil, fmt.Errorf("list StorageClasses: %w", err)
+	}
+	for i := range classes.Items {
+		sc := &classes.Items[i]
+		if sc.Provisioner == DriverName && ours[StorageClassName(sc.Parameters[DeviceClassParameter])] {
+			ours[sc.Name] = true
+		}
+	}
+	return ours, nil
 }

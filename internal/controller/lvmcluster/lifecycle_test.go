@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"testing"
 
@@ -14,7 +13,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -341,6 +339,11 @@ func testDeviceClassRemoval(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 	eventually(t, "VolumeSnapshotClass lvms-vg2 of the thick class", func(ctx context.Context) error {
 		return checkSnapshotClass(ctx, "lvms-vg2", "vg2")
 	})
+	// A user copies our classes (as the storage e2e suite does): the copies carry our labels and
+	// stamp, and are theirs. "fast" is a copy of lvms-vg1 without our prefix.
+	copyStorageClass(t, "lvms-vg1", "fast")
+	copyStorageClass(t, "lvms-vg2", "lvms-vg2-copy")
+	copySnapshotClass(t, "lvms-vg2", "lvms-vg2-copy")
 	update(func(cur *lvmv1alpha1.LVMCluster) { cur.Spec.Storage.DeviceClasses = cur.Spec.Storage.DeviceClasses[:1] })
 	eventually(t, "lvms-vg2 and LVMVolumeGroup vg2 removed", func(ctx context.Context) error {
 		if err := k8s.Get(
@@ -363,111 +366,17 @@ func testDeviceClassRemoval(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 		}
 		return nil
 	})
-	_ = ctx
-}
-
-func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
-	ctx := context.Background()
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To("lvms-vg1"),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			},
-		},
-	}
-	if err := k8s.Create(ctx, pvc); err != nil {
-		t.Fatalf("create PVC: %v", err)
-	}
-	// Play a node agent that has not torn its volume group down yet.
-	vg := &lvmv1alpha1.LVMVolumeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "vg1"}}
-	const nodeFinalizer = "test.lvms/node-agent"
-	eventually(t, "hold the LVMVolumeGroup", func(ctx context.Context) error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); err != nil {
-			return err
-		}
-		vg.Finalizers = append(vg.Finalizers, nodeFinalizer)
-		return k8s.Update(ctx, vg)
-	})
-	if err := k8s.Delete(ctx, c); err != nil {
-		t.Fatalf("delete LVMCluster: %v", err)
-	}
-	eventually(t, "deletion blocked by the PVC", func(ctx context.Context) error {
-		var got lvmv1alpha1.LVMCluster
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
-			return err
-		}
-		cond := meta.FindStatusCondition(got.Status.Conditions, lvmv1alpha1.ConditionDeletionBlocked)
-		if cond == nil || cond.Reason != lvmcluster.ReasonPVCsExist || !strings.Contains(cond.Message, "default/data") {
-			return fmt.Errorf("condition %+v", cond)
-		}
-		return nil
-	})
-	// The operands are untouched while the claim exists.
-	if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, &storagev1.StorageClass{}); err != nil {
-		t.Fatalf("StorageClass removed while a PVC uses it: %v", err)
-	}
-	if err := k8s.Delete(ctx, pvc); err != nil {
+	// The pass that deleted lvms-vg2 listed the copies beside it, and left them.
+	if err := expectCopies(ctx, copiedStorageClasses, copiedSnapshotClasses); err != nil {
 		t.Fatal(err)
 	}
-	// No kube-controller-manager runs here to drop the pvc-protection finalizer.
-	eventually(t, "drop PVC finalizers", func(ctx context.Context) error {
-		var cur corev1.PersistentVolumeClaim
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pvc), &cur); apierrors.IsNotFound(err) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		cur.Finalizers = nil
-		return k8s.Update(ctx, &cur)
-	})
-	// The classes go first, so nothing new is provisioned while the volume groups are torn down.
-	eventually(t, "StorageClass gone while the volume group is still torn down", func(ctx context.Context) error {
-		if err := k8s.Get(
-			ctx,
-			client.ObjectKey{Name: "lvms-vg1"},
-			&storagev1.StorageClass{},
-		); !apierrors.IsNotFound(
-			err,
-		) {
-			return fmt.Errorf("StorageClass: %w", err)
-		}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); err != nil {
-			return fmt.Errorf("the LVMVolumeGroup went before the StorageClass: %w", err)
-		}
-		return nil
-	})
-	eventually(t, "release the LVMVolumeGroup", func(ctx context.Context) error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); apierrors.IsNotFound(err) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		vg.Finalizers = slices.DeleteFunc(vg.Finalizers, func(f string) bool { return f == nodeFinalizer })
-		return k8s.Update(ctx, vg)
-	})
-	eventually(t, "LVMCluster and operands gone", func(ctx context.Context) error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &lvmv1alpha1.LVMCluster{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("LVMCluster: %w", err)
-		}
-		checks := []client.Object{
-			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}},
-			&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "topolvm.io"}},
-			&appsv1.DaemonSet{
-				ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName},
-			},
-			&lvmv1alpha1.LVMVolumeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "vg1"}},
-		}
-		for _, o := range checks {
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("%T %s still there: %w", o, o.GetName(), err)
-			}
-		}
-		return nil
-	})
 }
+
+// The copies testDeviceClassRemoval makes; testDeletion proves they outlive the LVMCluster.
+var (
+	copiedStorageClasses  = []string{"fast", "lvms-vg2-copy"}
+	copiedSnapshotClasses = []string{"lvms-vg2-copy"}
+)
 
 // controllerutilCreateOrUpdate creates obj or updates it with mutate applied (test helper for
 // playing a node agent).

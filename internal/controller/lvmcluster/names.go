@@ -20,6 +20,13 @@ const (
 	Finalizer = "lvmcluster.topolvm.io"
 	// FieldOwner is the server-side apply field manager of every operand.
 	FieldOwner = "lvms-operator"
+	// StampFieldOwner is the field manager of AnnotationOperandUID alone, so that the operand
+	// applies of FieldOwner, which do not know the UID beforehand, leave the stamp in place.
+	StampFieldOwner = "lvms-operator-stamp"
+	// AnnotationOperandUID stamps every operand the operator made with that object's own UID. The
+	// operator deletes an operand only when the stamp equals the object's UID: a copy (kubectl get
+	// -o yaml, new name, apply) carries our labels and the original's stamp, never its own UID.
+	AnnotationOperandUID = "lvm.topolvm.io/operand-uid"
 	// NodeDaemonSetName is the name of the node agent DaemonSet.
 	NodeDaemonSetName = "lvms-node"
 	// NodeServiceAccountName is the service account the node agent runs as.

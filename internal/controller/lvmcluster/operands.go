@@ -2,10 +2,13 @@ package lvmcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	storagev1ac "k8s.io/client-go/applyconfigurations/storage/v1"
@@ -48,15 +51,51 @@ func csiDriverFor(c *lvmv1alpha1.LVMCluster) *storagev1ac.CSIDriverApplyConfigur
 }
 
 func applyCSIDriver(ctx context.Context, s *scope) error {
-	if err := s.client.Apply(
-		ctx,
-		csiDriverFor(s.cluster),
-		client.FieldOwner(FieldOwner),
-		client.ForceOwnership,
-	); err != nil {
+	if err := applyOperand(ctx, s.client, csiDriverFor(s.cluster)); err != nil {
 		return fmt.Errorf("apply CSIDriver %s: %w", DriverName, err)
 	}
 	return nil
+}
+
+// applyOperand writes an operand with server-side apply as FieldOwner and then stamps the object
+// with its own UID (AnnotationOperandUID) when it does not carry it yet: at its creation, or when
+// it was made by an earlier version or recreated by someone else under our name.
+func applyOperand(ctx context.Context, cl client.Client, ac runtime.ApplyConfiguration) error {
+	if err := cl.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return err
+	}
+	// Apply decoded the server's answer into ac, typed or unstructured; its JSON has the metadata.
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		return fmt.Errorf("read applied object: %w", err)
+	}
+	var live metav1.PartialObjectMetadata
+	if err := json.Unmarshal(raw, &live); err != nil {
+		return fmt.Errorf("read applied object: %w", err)
+	}
+	if live.UID == "" || madeByOperator(&live) {
+		return nil
+	}
+	stamp := &unstructured.Unstructured{}
+	stamp.SetAPIVersion(live.APIVersion)
+	stamp.SetKind(live.Kind)
+	stamp.SetName(live.Name)
+	stamp.SetNamespace(live.Namespace)
+	// The UID in an apply is a precondition: a stamp never lands on an object recreated meanwhile.
+	stamp.SetUID(live.UID)
+	stamp.SetAnnotations(map[string]string{AnnotationOperandUID: string(live.UID)})
+	if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(stamp),
+		client.FieldOwner(StampFieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("stamp %s %s with its UID: %w", live.Kind, live.Name, err)
+	}
+	return nil
+}
+
+// madeByOperator reports whether obj is the very object the operator made: its stamp is its own
+// UID. Labels alone cannot tell, as a copy of an operand inherits them.
+func madeByOperator(obj metav1.Object) bool {
+	uid := obj.GetUID()
+	return uid != "" && obj.GetAnnotations()[AnnotationOperandUID] == string(uid)
 }
 
 func removeCSIDriver(ctx context.Context, s *scope) (bool, error) {
@@ -66,8 +105,8 @@ func removeCSIDriver(ctx context.Context, s *scope) (bool, error) {
 }
 
 // deleteObject deletes obj and reports whether it is gone (a 404 counts as gone).
-func deleteObject(ctx context.Context, cl client.Client, obj client.Object) (bool, error) {
-	err := cl.Delete(ctx, obj, client.PropagationPolicy("Background"))
+func deleteObject(ctx context.Context, cl client.Client, obj client.Object, opts ...client.DeleteOption) (bool, error) {
+	err := cl.Delete(ctx, obj, append(opts, client.PropagationPolicy("Background"))...)
 	switch {
 	case err == nil:
 		return false, nil
@@ -83,7 +122,9 @@ func ownedListOptions(c *lvmv1alpha1.LVMCluster) client.MatchingLabels {
 	return client.MatchingLabels{LabelOwnerName: c.Name, LabelOwnerNamespace: c.Namespace}
 }
 
-// deleteStale deletes the labelled operands of the list's kind whose names are not wanted.
+// deleteStale deletes the operands of the list's kind that the operator made (madeByOperator)
+// and whose names are not wanted. Objects that only carry our labels, such as a user's copy of a
+// StorageClass under another name, are never touched.
 func deleteStale(
 	ctx context.Context,
 	s *scope,
@@ -100,15 +141,17 @@ func deleteStale(
 	}
 	return meta.EachListItem(list, func(o runtime.Object) error {
 		obj, ok := o.(client.Object)
-		if !ok || wanted[obj.GetName()] {
+		if !ok || wanted[obj.GetName()] || !madeByOperator(obj) {
 			return nil
 		}
-		_, err := deleteObject(ctx, s.client, obj)
+		uid := obj.GetUID()
+		_, err := deleteObject(ctx, s.client, obj, client.Preconditions{UID: &uid})
 		return err
 	})
 }
 
-// removeLabelled returns a remove func deleting every labelled operand of the list's kind.
+// removeLabelled returns a remove func deleting every operand of the list's kind that the
+// operator made; it is done when none of those is left (copies stay, and do not hold it up).
 func removeLabelled(list client.ObjectList, opts ...client.ListOption) func(context.Context, *scope) (bool, error) {
 	return func(ctx context.Context, s *scope) (bool, error) {
 		if err := deleteStale(ctx, s, list, nil, opts...); err != nil {
@@ -120,7 +163,14 @@ func removeLabelled(list client.ObjectList, opts ...client.ListOption) func(cont
 			}
 			return false, fmt.Errorf("list %T: %w", list, err)
 		}
-		return meta.LenList(list) == 0, nil
+		left := 0
+		err := meta.EachListItem(list, func(o runtime.Object) error {
+			if obj, ok := o.(client.Object); ok && madeByOperator(obj) {
+				left++
+			}
+			return nil
+		})
+		return left == 0, err
 	}
 }
 

@@ -57,8 +57,7 @@ func applySnapshotClasses(ctx context.Context, s *scope) error {
 	for i := range s.cluster.Spec.Storage.DeviceClasses {
 		u := snapshotClassFor(s.cluster, &s.cluster.Spec.Storage.DeviceClasses[i])
 		wanted[u.GetName()] = true
-		if err := s.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		if err := applyOperand(ctx, s.client, client.ApplyConfigurationFromUnstructured(u)); err != nil {
 			return fmt.Errorf("apply VolumeSnapshotClass %s: %w", u.GetName(), err)
 		}
 	}
@@ -101,8 +100,7 @@ func applySCC(ctx context.Context, s *scope) error {
 		return err
 	}
 	u := sccFor(s.cluster, s.opts.Namespace)
-	if err := s.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := applyOperand(ctx, s.client, client.ApplyConfigurationFromUnstructured(u)); err != nil {
 		return fmt.Errorf("apply SecurityContextConstraints %s: %w", SCCName, err)
 	}
 	return nil

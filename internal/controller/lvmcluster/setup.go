@@ -76,12 +76,19 @@ func nodeSchedulingChanged() predicate.Predicate {
 	}
 }
 
-// onOurClaims passes events of PVCs on lvms StorageClasses.
+// onOurClaims passes events of PVCs on lvms StorageClasses, and the deletion of any PVC: a claim
+// on a user's copy of our class, under any name, also holds the LVMCluster's deletion up.
 func onOurClaims() predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+	ours := func(o client.Object) bool {
 		p, ok := o.(*corev1.PersistentVolumeClaim)
 		return ok && p.Spec.StorageClassName != nil && strings.HasPrefix(*p.Spec.StorageClassName, StorageClassPrefix)
-	})
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return ours(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return ours(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(e event.GenericEvent) bool { return ours(e.Object) },
+	}
 }
 
 // named passes events of objects whose name satisfies match.

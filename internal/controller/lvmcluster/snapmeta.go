@@ -136,8 +136,7 @@ func applySnapshotMetadata(ctx context.Context, s *scope) error {
 		_, err := removeSnapshotMetadata(ctx, s)
 		return err
 	}
-	if err := s.client.Apply(ctx, snapshotMetadataDeploymentFor(s.cluster, s.opts),
-		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := applyOperand(ctx, s.client, snapshotMetadataDeploymentFor(s.cluster, s.opts)); err != nil {
 		return fmt.Errorf("apply Deployment %s/%s: %w", s.opts.Namespace, SnapshotMetadataName, err)
 	}
 	return nil

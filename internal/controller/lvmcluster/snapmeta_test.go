@@ -179,7 +179,7 @@ func TestSnapshotMetadataOnOff(t *testing.T) {
 	}
 	c := &lvmv1alpha1.LVMCluster{}
 	c.Name, c.Namespace, c.UID = "my-lvmcluster", "lvms-system", "uid-1"
-	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(c).Build()
+	cl := withUIDs(fake.NewClientBuilder().WithScheme(s).WithObjects(c))
 	sc := &scope{client: cl, cluster: c, opts: Options{Namespace: "lvms-system", NodeImage: "lvms",
 		SnapshotMetadata: true, SnapshotMetadataSidecarImage: DefaultSnapshotMetadataSidecarImage}}
 	key := client.ObjectKey{Namespace: "lvms-system", Name: SnapshotMetadataName}

@@ -56,18 +56,20 @@ func storageClassFor(
 	return sc
 }
 
-// otherDefaultStorageClass reports whether a default StorageClass exists that is not one of ours.
+// otherDefaultStorageClass reports whether a default StorageClass exists that is not one of ours:
+// a class of a device class, or one the operator made. A user's copy of ours is not ours.
 func otherDefaultStorageClass(ctx context.Context, cl client.Client, c *lvmv1alpha1.LVMCluster) (bool, error) {
 	var list storagev1.StorageClassList
 	if err := cl.List(ctx, &list); err != nil {
 		return false, fmt.Errorf("list StorageClasses: %w", err)
 	}
+	ours := wantedClassNames(c)
 	for i := range list.Items {
 		sc := &list.Items[i]
 		if sc.Annotations[AnnotationDefaultStorageClass] != "true" {
 			continue
 		}
-		if sc.Labels[LabelOwnerName] == c.Name && sc.Labels[LabelOwnerNamespace] == c.Namespace {
+		if ours[sc.Name] || madeByOperator(sc) {
 			continue
 		}
 		return true, nil
@@ -89,7 +91,7 @@ func applyStorageClasses(ctx context.Context, s *scope) error {
 		if err := recreateIfImmutableDrifted(ctx, s.client, want); err != nil {
 			return err
 		}
-		if err := s.client.Apply(ctx, want, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		if err := applyOperand(ctx, s.client, want); err != nil {
 			return fmt.Errorf("apply StorageClass %s: %w", *want.Name, err)
 		}
 	}

@@ -67,8 +67,7 @@ func applyVolumeGroups(ctx context.Context, s *scope) error {
 	for i := range s.cluster.Spec.Storage.DeviceClasses {
 		dc := &s.cluster.Spec.Storage.DeviceClasses[i]
 		wanted[dc.Name] = true
-		if err := s.client.Apply(ctx, volumeGroupFor(s.cluster, dc, s.opts.Namespace),
-			client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		if err := applyOperand(ctx, s.client, volumeGroupFor(s.cluster, dc, s.opts.Namespace)); err != nil {
 			return fmt.Errorf("apply LVMVolumeGroup %s/%s: %w", s.opts.Namespace, dc.Name, err)
 		}
 	}

@@ -1,0 +1,165 @@
+package lvmcluster_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+)
+
+// testDeletion deletes the LVMCluster of TestLVMClusterLifecycle: it waits for the claims on our
+// classes and on copies of them, then tears down what the operator made and nothing else.
+func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To("lvms-vg1"),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			},
+		},
+	}
+	if err := k8s.Create(ctx, pvc); err != nil {
+		t.Fatalf("create PVC: %v", err)
+	}
+	// A claim on "fast", a user's copy of lvms-vg1: its volume lives in vg1 too.
+	onCopy := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "on-copy", Namespace: "default"},
+		Spec:       *pvc.Spec.DeepCopy(),
+	}
+	onCopy.Spec.StorageClassName = ptr.To("fast")
+	if err := k8s.Create(ctx, onCopy); err != nil {
+		t.Fatalf("create PVC: %v", err)
+	}
+	// Play a node agent that has not torn its volume group down yet.
+	vg := &lvmv1alpha1.LVMVolumeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "vg1"}}
+	const nodeFinalizer = "test.lvms/node-agent"
+	eventually(t, "hold the LVMVolumeGroup", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); err != nil {
+			return err
+		}
+		vg.Finalizers = append(vg.Finalizers, nodeFinalizer)
+		return k8s.Update(ctx, vg)
+	})
+	if err := k8s.Delete(ctx, c); err != nil {
+		t.Fatalf("delete LVMCluster: %v", err)
+	}
+	eventually(t, "deletion blocked by the PVC", func(ctx context.Context) error {
+		var got lvmv1alpha1.LVMCluster
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, lvmv1alpha1.ConditionDeletionBlocked)
+		if cond == nil || cond.Reason != lvmcluster.ReasonPVCsExist || !strings.Contains(cond.Message, "default/data") ||
+			!strings.Contains(cond.Message, "default/on-copy") {
+			return fmt.Errorf("condition %+v", cond)
+		}
+		return nil
+	})
+	// The operands are untouched while the claim exists.
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, &storagev1.StorageClass{}); err != nil {
+		t.Fatalf("StorageClass removed while a PVC uses it: %v", err)
+	}
+	deleteClaim(t, pvc)
+	// The claim on our own class is gone; the one on the copy still holds the deletion.
+	eventually(t, "deletion still blocked by the claim on the copy", func(ctx context.Context) error {
+		var got lvmv1alpha1.LVMCluster
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, lvmv1alpha1.ConditionDeletionBlocked)
+		if cond == nil || cond.Reason != lvmcluster.ReasonPVCsExist || strings.Contains(cond.Message, "default/data") ||
+			!strings.Contains(cond.Message, "default/on-copy") {
+			return fmt.Errorf("condition %+v", cond)
+		}
+		return nil
+	})
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, &storagev1.StorageClass{}); err != nil {
+		t.Fatalf("StorageClass removed while a PVC on its copy uses vg1: %v", err)
+	}
+	deleteClaim(t, onCopy)
+	// The classes go first, so nothing new is provisioned while the volume groups are torn down.
+	eventually(t, "StorageClass gone while the volume group is still torn down", func(ctx context.Context) error {
+		if err := k8s.Get(
+			ctx,
+			client.ObjectKey{Name: "lvms-vg1"},
+			&storagev1.StorageClass{},
+		); !apierrors.IsNotFound(
+			err,
+		) {
+			return fmt.Errorf("StorageClass: %w", err)
+		}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); err != nil {
+			return fmt.Errorf("the LVMVolumeGroup went before the StorageClass: %w", err)
+		}
+		return nil
+	})
+	eventually(t, "release the LVMVolumeGroup", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		vg.Finalizers = slices.DeleteFunc(vg.Finalizers, func(f string) bool { return f == nodeFinalizer })
+		return k8s.Update(ctx, vg)
+	})
+	eventually(t, "LVMCluster and operands gone", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &lvmv1alpha1.LVMCluster{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("LVMCluster: %w", err)
+		}
+		checks := []client.Object{
+			&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "lvms-vg1"}},
+			&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "topolvm.io"}},
+			&appsv1.DaemonSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: lvmcluster.NodeDaemonSetName},
+			},
+			&lvmv1alpha1.LVMVolumeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "vg1"}},
+		}
+		for _, o := range checks {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%T %s still there: %w", o, o.GetName(), err)
+			}
+		}
+		return nil
+	})
+	// The teardown removed what the operator made and nothing of the user's.
+	if err := expectCopies(ctx, copiedStorageClasses, copiedSnapshotClasses); err != nil {
+		t.Fatal(err)
+	}
+	deleteCopies(t, copiedStorageClasses, copiedSnapshotClasses)
+}
+
+// deleteClaim deletes a PVC and drops its finalizers: no kube-controller-manager runs here to drop
+// the pvc-protection finalizer.
+func deleteClaim(t *testing.T, pvc *corev1.PersistentVolumeClaim) {
+	t.Helper()
+	if err := k8s.Delete(context.Background(), pvc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "drop PVC finalizers", func(ctx context.Context) error {
+		var cur corev1.PersistentVolumeClaim
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pvc), &cur); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		cur.Finalizers = nil
+		return k8s.Update(ctx, &cur)
+	})
+}
