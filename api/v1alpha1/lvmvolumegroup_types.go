@@ -5,7 +5,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// LVMVolumeGroupSpec is one device class as the node agents consume it.
+// LVMVolumeGroupSpec is one device class as the node agents consume it. The wipe opt-in cannot be
+// set, changed or removed after creation, as on the device class it projects (a wipe cannot be
+// undone).
+// +kubebuilder:validation:XValidation:rule="(has(self.deviceSelector) && has(self.deviceSelector.forceWipeDevicesAndDestroyAllData)) == (has(oldSelf.deviceSelector) && has(oldSelf.deviceSelector.forceWipeDevicesAndDestroyAllData)) && (!has(self.deviceSelector) || !has(self.deviceSelector.forceWipeDevicesAndDestroyAllData) || self.deviceSelector.forceWipeDevicesAndDestroyAllData == oldSelf.deviceSelector.forceWipeDevicesAndDestroyAllData)",message="deviceSelector.forceWipeDevicesAndDestroyAllData is immutable (it cannot be set, changed or removed after the LVMVolumeGroup is created): restore its previous value",fieldPath=".deviceSelector"
 type LVMVolumeGroupSpec struct {
 	// DeviceSelector chooses the disks of the volume group.
 	// +optional
@@ -46,6 +49,11 @@ type LVMVolumeGroupStatus struct {
 // CleanupFinalizerPrefix is the prefix of the per-node finalizer a node agent puts on an
 // LVMVolumeGroup while it has the volume group; the node name follows it.
 const CleanupFinalizerPrefix = "cleanup.vgmanager.node.topolvm.io/"
+
+// WipedAnnotationPrefix is the prefix of the annotation a node agent writes on an LVMVolumeGroup
+// right after its one-time wipe (deviceSelector.forceWipeDevicesAndDestroyAllData); the node name
+// follows it. While it is present, the node never wipes for that LVMVolumeGroup again.
+const WipedAnnotationPrefix = "wiped.devices.lvms.openshift.io/"
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -109,6 +109,7 @@ type LogicalVolumeStatus struct {
 // +kubebuilder:printcolumn:name="VolumeID",type=string,JSONPath=`.status.volumeID`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.volumeID) || oldSelf.status.volumeID == '' || (has(self.status) && has(self.status.volumeID) && self.status.volumeID == oldSelf.status.volumeID)",message="status.volumeID is set once, by the node that created the LV, and never changes: the node removes that LV when the LogicalVolume is deleted"
 
 // LogicalVolume is one LVM logical volume on one node, requested by the CSI controller and created by
 // that node's agent.

@@ -61,17 +61,21 @@ func reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 // unitVolumeGroups names the LVMVolumeGroups unit.
 const unitVolumeGroups = "LVMVolumeGroups"
 
+// unitNodeAgentPolicy names the node agent admission policy's unit.
+const unitNodeAgentPolicy = "NodeAgentPolicy"
+
 // teardownOrder is the order operands are removed in: the StorageClasses and VolumeSnapshotClasses
 // first, so that nothing new is provisioned while the volume groups go, and the snapshot metadata
 // endpoint; then the volume groups (every node removes its VG, then its finalizer), which need the
-// node agents; then the node agents, the SecurityContextConstraints and the CSIDriver.
+// node agents; then the node agents, the policy that bounds them, the SecurityContextConstraints and
+// the CSIDriver.
 func teardownOrder() []unit {
 	byName := map[string]unit{}
 	for _, u := range units() {
 		byName[u.name] = u
 	}
 	names := []string{"StorageClasses", "VolumeSnapshotClasses", "SnapshotMetadata", unitVolumeGroups, "NodeDaemonSet",
-		"SecurityContextConstraints", "CSIDriver"}
+		unitNodeAgentPolicy, "SecurityContextConstraints", "CSIDriver"}
 	out := make([]unit, 0, len(names))
 	for _, n := range names {
 		out = append(out, byName[n])

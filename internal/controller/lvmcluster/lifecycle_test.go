@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -77,6 +78,28 @@ func testOperands(t *testing.T) {
 	})
 	eventually(t, "VolumeSnapshotClass lvms-vg1", func(ctx context.Context) error {
 		return checkSnapshotClass(ctx, "lvms-vg1", "vg1")
+	})
+	eventually(t, "the node agent policy, before the node agents", func(ctx context.Context) error {
+		var policy admissionv1.ValidatingAdmissionPolicy
+		if err := k8s.Get(ctx, client.ObjectKey{Name: lvmcluster.NodeAgentPolicyName}, &policy); err != nil {
+			return err
+		}
+		if len(policy.Spec.MatchConditions) != 1 ||
+			!strings.Contains(policy.Spec.MatchConditions[0].Expression, "system:serviceaccount:lvms-system:lvms-node'") {
+			return fmt.Errorf("match conditions %+v", policy.Spec.MatchConditions)
+		}
+		var binding admissionv1.ValidatingAdmissionPolicyBinding
+		if err := k8s.Get(ctx, client.ObjectKey{Name: lvmcluster.NodeAgentPolicyName}, &binding); err != nil {
+			return err
+		}
+		var c lvmv1alpha1.LVMCluster
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "my-lvmcluster"}, &c); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(c.Status.Conditions, lvmcluster.ConditionNodeAgentPolicy) {
+			return fmt.Errorf("conditions %+v", c.Status.Conditions)
+		}
+		return nil
 	})
 	eventually(t, "CSIDriver topolvm.io", func(ctx context.Context) error {
 		var d storagev1.CSIDriver

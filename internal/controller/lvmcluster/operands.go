@@ -29,6 +29,8 @@ type unit struct {
 // (while the node agents that tear them down still run), the CSIDriver last.
 func units() []unit {
 	return []unit{
+		// First: the node agents are bounded to their nodes before any of them runs.
+		{name: unitNodeAgentPolicy, apply: applyNodeAgentPolicy, remove: removeNodeAgentPolicy},
 		{name: "CSIDriver", apply: applyCSIDriver, remove: removeCSIDriver},
 		{name: "SecurityContextConstraints", apply: applySCC, remove: removeSCC},
 		{name: "StorageClasses", apply: applyStorageClasses, remove: removeLabelled(&storagev1.StorageClassList{})},

@@ -11,10 +11,9 @@ import (
 // says what would be done. It is defined in the API package, which tools read it from.
 const DryRunAnnotation = lvmv1alpha1.DryRunAnnotation
 
-// WipedAnnotationPrefix is the prefix of the annotation a node writes on an LVMVolumeGroup right after
-// its one-time wipe (deviceSelector.forceWipeDevicesAndDestroyAllData); the node name follows it.
-// While it is present, the node never wipes for that LVMVolumeGroup again.
-const WipedAnnotationPrefix = "wiped.devices.lvms.openshift.io/"
+// WipedAnnotationPrefix is the prefix of the wiped marker; it is defined in the API package, where
+// the operator's node agent policy reads it too.
+const WipedAnnotationPrefix = lvmv1alpha1.WipedAnnotationPrefix
 
 // FieldOwnerPrefix prefixes the server-side apply field owner of a volume group's entry in the
 // LVMVolumeGroupNodeStatus; the volume group name follows it. One owner per volume group lets each

@@ -39,12 +39,11 @@ const operatorContainer = "operator"
 // Service and configuration (from webhookdefinitions, with a certificate it manages, so the Secret
 // the self-signed mode keeps its certificate in is left out). The other Services (the metrics
 // Services, lvms-snapshot-metadata) and the ClusterRoles nothing binds travel as manifests of their
-// own (extraManifests). The admission policy that keeps each node agent to its own node
-// (config/policy) is left out: OLM creates no admission policies from a bundle, so under OLM the
-// node agent is bounded by its RBAC alone (docs/rbac.md says how to add the policy by hand).
+// own (extraManifests). The admission policy that keeps each node agent to its own node is not in
+// the install: the operator writes it (OLM creates no admission policies from a bundle).
 var bundleKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "Role", "ClusterRole",
 	"RoleBinding", "ClusterRoleBinding", "Service", "Secret", "Deployment", "ValidatingWebhookConfiguration",
-	"MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+	"MutatingWebhookConfiguration"}
 
 // bundleFiles renders the OLM bundle (registry+v1) of bundleInstall: the ClusterServiceVersion, the
 // CRDs, the extra manifests and the annotations. The scheduler extender stays out of the bundle (it

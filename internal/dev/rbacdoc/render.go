@@ -56,16 +56,22 @@ is granted and that what the accounts must not do (Secrets outside the operator 
 objects, pods/exec, service account tokens, ...) is refused, and prints what each may do.
 
 **Each node agent writes only its own node's objects.** RBAC can name objects but not say "the
-caller's node", so the ClusterRole below lets the node agent patch every Node and LogicalVolume.
-The ValidatingAdmissionPolicy ` + "`lvms-node-agent-own-node`" + ` (` + "`config/policy`" + `, in the kustomize and
-Helm installs) narrows that: a write by ` + "`lvms-node`" + ` to a Node, a LogicalVolume or an
-LVMVolumeGroupNodeStatus is refused unless the object is of the node the agent's token is bound to
-(the user extra ` + "`authentication.kubernetes.io/node-name`" + ` the API server takes from a token the kubelet
-projects for a pod, Kubernetes 1.30 and later; a token without it may write none). A compromised
-node agent can therefore not move another node's capacity annotations or volumes.
-` + "`go test -v -run TestNodeAgentWritesOnlyItsNode ./test/envtest/`" + ` shows it. The OLM bundle cannot
-carry admission policies: on an OLM install, apply ` + "`config/policy`" + ` yourself
-(` + "`kubectl apply -k config/policy`" + `) to get the same bound.
+caller's node", so the ClusterRole below lets the node agent patch every Node and LogicalVolume, and
+the Role every LVMVolumeGroup. The ValidatingAdmissionPolicy ` + "`lvms-node-agent-own-node`" + `, which the
+operator writes itself before it starts any node agent (so on every install path: kustomize, Helm and
+OLM, whose bundles cannot carry admission policies), narrows that: a write by ` + "`lvms-node`" + ` to a Node,
+a LogicalVolume or an LVMVolumeGroupNodeStatus is refused unless the object is of the node the
+agent's token is bound to (the user extra ` + "`authentication.kubernetes.io/node-name`" + ` the API server takes
+from a token the kubelet projects for a pod, Kubernetes 1.30 and later; a token without it may write
+none), and a write to an LVMVolumeGroup may only add or remove the agent's own cleanup finalizer and
+wiped marker, never change its spec, labels, owners, status or another node's finalizer or marker.
+A compromised node agent can therefore not move another node's capacity annotations or volumes, nor
+make other nodes wipe disks. On an API server without ValidatingAdmissionPolicy v1 (before 1.30) the
+LVMCluster's condition ` + "`NodeAgentPolicy`" + ` is False with reason ` + "`PolicyUnsupported`" + `, and a warning event
+says so. Beside the policy, the CRDs make ` + "`status.volumeID`" + ` of a LogicalVolume write-once and the wipe
+opt-in of an LVMVolumeGroup immutable, for every writer.
+` + "`go test -v -run TestNodeAgentWritesOnlyItsNode ./test/envtest/`" + ` shows it for the kustomize and the OLM
+install's RBAC.
 
 ## Service accounts
 
