@@ -49,12 +49,15 @@ func TestGuestRestoreThickSnapshot(t *testing.T) {
 	}
 }
 
-func fill(dev string, b byte, n int) error {
+func fill(dev string, b byte, n int) error { return write(dev, bytes.Repeat([]byte{b}, n)) }
+
+// write writes data to the start of dev, synced.
+func write(dev string, data []byte) error {
 	f, err := os.OpenFile(dev, os.O_WRONLY|os.O_SYNC, 0)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(bytes.Repeat([]byte{b}, n)); err != nil {
+	if _, err := f.Write(data); err != nil {
 		_ = f.Close()
 		return err
 	}

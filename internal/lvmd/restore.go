@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
@@ -23,7 +22,7 @@ func restoredFromTag(source string) string { return "lvms.restored-from=" + sour
 // restoreByCopy restores a thick copy-on-write snapshot (a VolumeSnapshot of a thick device class) into
 // a new writable LV req.Name of req.Size bytes. lvm2 cannot snapshot a snapshot, so the data is copied:
 // an LV of the class is created as <name>-restoring, the snapshot's device is copied into it with dd
-// (direct I/O, fsync), and it is renamed to req.Name. An interrupted restore leaves only the -restoring
+// (direct I/O, fsync) in chunks (copyDevice), and it is renamed to req.Name. An interrupted restore leaves only the -restoring
 // LV, which the next attempt fills again, so req.Name never names a partial copy. The LV carries
 // restoredFromTag(req.Source), which makes a repeated request return it.
 func (s *Service) restoreByCopy(ctx context.Context, dc *DeviceClass, req SnapshotRequest) (LV, error) {
@@ -36,9 +35,8 @@ func (s *Service) restoreByCopy(ctx context.Context, dc *DeviceClass, req Snapsh
 		return LV{}, fmt.Errorf("restore snapshot %s into %s: %w", req.Source, req.Name, err)
 	}
 	src, dst := dmPath(lv.VolumeGroup, req.Source), dmPath(lv.VolumeGroup, tmp)
-	if _, err := exec.Run(ctx, s.exec, "dd", "if="+src, "of="+dst, "bs=1M",
-		"iflag=direct", "oflag=direct", "conv=fsync", "status=none"); err != nil {
-		return LV{}, fmt.Errorf("restore snapshot %s into %s: copy %s to %s: %w", req.Source, req.Name, src, dst, err)
+	if err := s.copyDevice(ctx, src, dst); err != nil {
+		return LV{}, fmt.Errorf("restore snapshot %s into %s: %w", req.Source, req.Name, err)
 	}
 	if _, err := lvm.Run(ctx, s.exec, "lvrename", lv.VolumeGroup, tmp, req.Name); err != nil {
 		err = fmt.Errorf("restore snapshot %s into %s: rename %s: %w", req.Source, req.Name, tmp, lvmError(err))

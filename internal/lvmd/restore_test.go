@@ -74,7 +74,8 @@ func TestRestoreThickSnapshotCopies(t *testing.T) {
 		!slices.Contains(lv.Tags, "lvms.restored-from=snap") {
 		t.Errorf("restored LV %+v, want a writable plain LV new-vol of 1 GiB tagged lvms.restored-from=snap", lv)
 	}
-	wantDD := "dd if=/dev/mapper/vg-snap of=/dev/mapper/vg-new--vol--restoring bs=1M iflag=direct oflag=direct conv=fsync status=none"
+	wantDD := "dd if=/dev/mapper/vg-snap of=/dev/mapper/vg-new--vol--restoring bs=1M skip=0 seek=0 count=1073741824 " +
+		"iflag=direct,skip_bytes,count_bytes oflag=direct,seek_bytes conv=fsync,notrunc status=none"
 	if len(ex.dd) != 2 || ex.dd[1] != wantDD {
 		t.Errorf("dd runs %q, want two, the last %q", ex.dd, wantDD)
 	}

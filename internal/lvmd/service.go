@@ -28,6 +28,9 @@ type Options struct {
 	// Identity tags every LV created, and a VG tagged for another node or
 	// cluster is not served (zero: no identity tags, no check).
 	Identity lvm.Identity
+	// ChunkBytes is how many bytes one zeroing or copying command handles
+	// (default DefaultChunkBytes; chunks.go).
+	ChunkBytes uint64
 }
 
 // Service is the LV service. Its methods are safe for concurrent use; calls
@@ -35,6 +38,7 @@ type Options struct {
 // (lvm2 serializes them per VG itself).
 type Service struct {
 	exec     exec.Executor
+	chunk    uint64
 	lvm      *lvm.Client
 	classes  *DeviceClassManager
 	interval time.Duration
@@ -72,8 +76,16 @@ func NewService(o Options) (*Service, error) {
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = DefaultRefreshInterval
 	}
+	if o.ChunkBytes == 0 {
+		o.ChunkBytes = DefaultChunkBytes
+	}
+	if o.ChunkBytes%sectorBytes != 0 {
+		return nil, fmt.Errorf("new lvmd service: %w: chunk size %d is not a multiple of %d bytes",
+			ErrInvalidArgument, o.ChunkBytes, sectorBytes)
+	}
 	return &Service{
 		exec:     o.Executor,
+		chunk:    o.ChunkBytes,
 		lvm:      lvm.New(o.Executor).WithIdentity(o.Identity),
 		classes:  o.Classes,
 		interval: o.RefreshInterval,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
@@ -13,8 +12,9 @@ import (
 // those extents never reads this one's data. Thin LVs need nothing: their pool zeroes every chunk it
 // provisions (-Z y), and a thin LV reads zeroes where nothing was written. A copy-on-write snapshot is
 // zeroed through its COW device, which is exactly the extents it owns (writing through the snapshot
-// itself would only fill its COW store). A snapshot that is open is refused. blkdiscard --zeroout uses the device's write-zeroes offload
-// where it has one. An inactive LV is activated first: lvremove would free its extents all the same.
+// itself would only fill its COW store). A snapshot that is open is refused. The zeroing runs in chunks
+// (zeroRange), so that no command's time grows with the volume's size. An inactive LV is activated
+// first: lvremove would free its extents all the same.
 func (s *Service) zeroThick(ctx context.Context, vg lvm.VG, lv lvm.LV) error {
 	if lv.Name == "" || lv.Attr.IsThin() {
 		return nil
@@ -25,16 +25,16 @@ func (s *Service) zeroThick(ctx context.Context, vg lvm.VG, lv lvm.LV) error {
 		}
 	}
 	// blkdiscard opens the device exclusively, so a volume still mounted or open is never zeroed.
-	args := []string{"--zeroout", lv.Path}
+	dev, force := lv.Path, false
 	if lv.Attr.IsSnapshot() {
 		// The COW device is held by the snapshot itself, so the exclusive open has to go (--force);
-		// the snapshot's own open count stands in for it.
+		// the snapshot's own open count stands in for it. A snapshot's size is its COW store's.
 		if lv.Attr.IsOpen() {
 			return fmt.Errorf("%w: snapshot %s is open", ErrInUse, lv.FullName())
 		}
-		args = []string{"--force", "--zeroout", "/dev/mapper/" + dmEscape(vg.Name) + "-" + dmEscape(lv.Name) + "-cow"}
+		dev, force = "/dev/mapper/"+dmEscape(vg.Name)+"-"+dmEscape(lv.Name)+"-cow", true
 	}
-	if _, err := exec.Run(ctx, s.exec, "blkdiscard", args...); err != nil {
+	if err := s.zeroRange(ctx, dev, lv.Size, force); err != nil {
 		return fmt.Errorf("zero %s before removing it: %w", lv.FullName(), err)
 	}
 	return nil

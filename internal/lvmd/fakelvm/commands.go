@@ -264,29 +264,70 @@ func (f *LVM) lvextend(a args) error {
 	return nil
 }
 
-// blkdiscard plays `blkdiscard --zeroout <dev>` on an LV's device (/dev/<vg>/<lv>) or a snapshot's
-// COW device (/dev/mapper/<vg>-<lv>-cow, names with "-" doubled); anything else cannot be opened.
+// blkdiscard plays `blkdiscard [--force] --zeroout [--offset N --length N] <dev>` on an LV's device
+// (/dev/<vg>/<lv>) or a snapshot's COW device (/dev/mapper/<vg>-<lv>-cow, names with "-" doubled);
+// anything else cannot be opened, and a range past the device's end is refused.
 func (f *LVM) blkdiscard(argv []string) (string, int, string) {
-	force := len(argv) == 3 && argv[0] == "--force"
+	force := len(argv) > 0 && argv[0] == "--force"
 	if force {
 		argv = argv[1:]
 	}
-	if len(argv) != 2 || argv[0] != "--zeroout" {
-		return "", 1, "fakelvm: blkdiscard supports only [--force] --zeroout DEVICE"
+	const usage = "fakelvm: blkdiscard supports only [--force] --zeroout [--offset N --length N] DEVICE"
+	if len(argv) != 2 && len(argv) != 6 || argv[0] != "--zeroout" {
+		return "", 1, usage
 	}
-	dev := argv[1]
+	var offset, length uint64
+	if len(argv) == 6 {
+		if argv[1] != "--offset" || argv[3] != "--length" {
+			return "", 1, usage
+		}
+		var err1, err2 error
+		offset, err1 = strconv.ParseUint(argv[2], 10, 64)
+		length, err2 = strconv.ParseUint(argv[4], 10, 64)
+		if err1 != nil || err2 != nil || offset%512 != 0 || length%512 != 0 {
+			return "", 1, "blkdiscard: offset and length must be multiples of 512"
+		}
+	}
+	dev := argv[len(argv)-1]
 	for _, v := range f.vgs {
 		for _, l := range v.lvs {
 			cow := "/dev/mapper/" + strings.ReplaceAll(v.name, "-", "--") + "-" +
 				strings.ReplaceAll(l.name, "-", "--") + "-cow"
 			// The COW device is held by its snapshot: only --force opens it, as with the real blkdiscard.
 			if dev == "/dev/"+v.name+"/"+l.name && l.attr[0] != 'V' || dev == cow && l.attr[0] == 's' && force {
+				if offset+length > l.size {
+					return "", 1, "blkdiscard: offset is greater than device size"
+				}
 				f.zeroed = append(f.zeroed, dev)
 				return "", 0, ""
 			}
 		}
 	}
 	return "", 1, "blkdiscard: cannot open " + dev + ": No such file or directory"
+}
+
+// blockdev plays `blockdev --getsize64 <dev>` for an LV's device (/dev/<vg>/<lv> or
+// /dev/mapper/<vg>-<lv>): a copy-on-write snapshot's device is as large as its origin.
+func (f *LVM) blockdev(argv []string) (string, int, string) {
+	if len(argv) != 2 || argv[0] != "--getsize64" {
+		return "", 1, "fakelvm: blockdev supports only --getsize64 DEVICE"
+	}
+	for _, v := range f.vgs {
+		for _, l := range v.lvs {
+			mapper := "/dev/mapper/" + strings.ReplaceAll(v.name, "-", "--") + "-" + strings.ReplaceAll(l.name, "-", "--")
+			if argv[1] != "/dev/"+v.name+"/"+l.name && argv[1] != mapper {
+				continue
+			}
+			size := l.size
+			if l.attr[0] == 's' {
+				if o := v.lv(l.origin); o != nil {
+					size = o.size
+				}
+			}
+			return strconv.FormatUint(size, 10) + "\n", 0, ""
+		}
+	}
+	return "", 1, "blockdev: cannot open " + argv[1] + ": No such file or directory"
 }
 
 // Zeroed returns the devices blkdiscard --zeroout was run on, in order.

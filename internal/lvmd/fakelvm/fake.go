@@ -208,8 +208,11 @@ func (f *LVM) Exec(ctx context.Context, c exec.Cmd) error {
 // run executes one command with f.mu held.
 func (f *LVM) run(c exec.Cmd) (string, int, string) {
 	f.calls = append(f.calls, c.String())
-	if c.Name == "blkdiscard" {
+	switch c.Name {
+	case "blkdiscard":
 		return f.blkdiscard(c.Args)
+	case "blockdev":
+		return f.blockdev(c.Args)
 	}
 	if c.Name != "lvm" || len(c.Args) == 0 {
 		return "", 127, c.Name + ": command not found in fakelvm"
