@@ -72,6 +72,8 @@ func Predicates() []Predicate {
 		{"lvm-membership", rejectForeignPV},
 		{"no-signature", rejectSignatures},
 		{"loop-backing-file", rejectKubeletLoop},
+		{"no-loop-over-it", rejectLoopBacked},
+		{"loop-over-a-disk", rejectLoopOverDevice},
 		{"non-empty", rejectEmpty},
 	}
 }
@@ -307,6 +309,28 @@ func rejectGone(c Candidate, _ Policy) []string {
 func rejectKubeletLoop(c Candidate, _ Policy) []string {
 	if kubeletLoop(c.Device, c.Facts) {
 		return []string{"is a loop device backing kubelet plugin storage"}
+	}
+	return nil
+}
+
+// rejectLoopBacked rejects a device some loop device is set up over: its data is the loop device's,
+// in use or not, although no holder link, open descriptor, exclusive open or signature (with an
+// offset, none at its start) shows it.
+func rejectLoopBacked(c Candidate, _ Policy) []string {
+	if len(c.Facts.LoopsOver) > 0 {
+		return []string{"is the backing device of loop device " + strings.Join(c.Facts.LoopsOver, ", ") +
+			": detach it (losetup -d) or choose another disk"}
+	}
+	return nil
+}
+
+// rejectLoopOverDevice rejects a loop device set up over a block device: it is the same storage as
+// that device, which the filter never offers while the loop exists (rejectLoopBacked); use the
+// device itself.
+func rejectLoopOverDevice(c Candidate, _ Policy) []string {
+	if c.Facts.LoopOverDevice {
+		return []string{"is a loop device over block device " + c.Facts.LoopBackingFile +
+			": use that device itself (detach the loop first)"}
 	}
 	return nil
 }

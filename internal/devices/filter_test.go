@@ -29,6 +29,17 @@ func TestEvaluate(t *testing.T) {
 	}{
 		{name: "blank disk", c: Candidate{Device: disk("/dev/sdb")}},
 		{
+			name: "loop device over a disk",
+			c: Candidate{Device: BlockDevice{Name: "/dev/loop3", KName: "/dev/loop3", Type: "loop", Size: 1 << 30},
+				Facts: Facts{LoopBackingFile: "/dev/sdb", LoopOverDevice: true}},
+			want: []string{"is a loop device over block device /dev/sdb: use that device itself (detach the loop first)"},
+		},
+		{
+			name: "loop device over a file",
+			c: Candidate{Device: BlockDevice{Name: "/dev/loop7", KName: "/dev/loop7", Type: "loop", Size: 1 << 30},
+				Facts: Facts{LoopBackingFile: "/dev/shm/disk.img"}},
+		},
+		{
 			name: "orphan PV",
 			c:    Candidate{Device: disk("/dev/orphan"), Facts: Facts{Signatures: []string{"LVM2_member"}}},
 		},

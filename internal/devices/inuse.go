@@ -25,6 +25,10 @@ type Usage struct {
 	swaps []string
 	// openBy maps a device number ("major:minor") to the processes holding it open ("pid 42 (cat)").
 	openBy map[string][]string
+	// loopsOver maps a device number to the loop devices whose backing file is that block device
+	// (losetup /dev/loopN /dev/sdX, with or without an offset): the loop device has no holder link
+	// on it and does not hold it open with O_EXCL, so nothing else shows the disk is in use.
+	loopsOver map[string][]string
 }
 
 // ReadUsage reads the Host's mount table (its own mountinfo plus that of every other mount
@@ -46,7 +50,40 @@ func (h *Host) ReadUsage() (Usage, error) {
 		}
 	}
 	h.scanProcesses(&u)
+	u.loopsOver = h.loopsOverDevices()
 	return u, nil
+}
+
+// loopsOverDevices maps the device number of every block device some loop device is set up over to
+// those loop devices (/dev/loopN).
+func (h *Host) loopsOverDevices() map[string][]string {
+	out := map[string][]string{}
+	files, _ := fs.Glob(h.fsys, "sys/class/block/loop*/loop/backing_file")
+	for _, f := range files {
+		backing, err := h.readTrimmed(f)
+		if err != nil || !strings.HasPrefix(backing, "/") {
+			continue
+		}
+		if devno, ok := h.backingDevno(backing); ok {
+			out[devno] = append(out[devno], "/dev/"+path.Base(path.Dir(path.Dir(f))))
+		}
+	}
+	return out
+}
+
+// backingDevno returns the device number of the block device a loop device's backing file names,
+// and false when it names a regular file. The path is the one the loop was set up with, in the mount
+// namespace it was set up in: it is resolved in the Host's filesystem when it names a block device
+// there, and otherwise, when it names a node directly in /dev, by that kernel name in sysfs.
+func (h *Host) backingDevno(backing string) (string, bool) {
+	if devno, ok := blockDevno(h.fsys, strings.TrimPrefix(backing, "/")); ok {
+		return devno, true
+	}
+	if path.Dir(backing) != "/dev" {
+		return "", false
+	}
+	devno, err := h.readTrimmed("sys/class/block/" + path.Base(backing) + "/dev")
+	return devno, err == nil
 }
 
 // ParseSwaps returns the file names of the active swap areas in /proc/swaps (escaped like mountinfo).

@@ -49,12 +49,17 @@ func link(target string) *fstest.MapFile {
 
 // busyHost is a host where vdd is swap, vde is held open by a process, vdf's device node is
 // bind-mounted into a container, vdg is claimed exclusively, vdh is mounted in another mount
-// namespace and vdi is free.
+// namespace, vdj and vdk are the backing devices of loop devices (loop3 set up with the path
+// /dev/vdj, loop5 with a path that leads to vdk's node elsewhere) and vdi is free.
 func busyHost() fstest.MapFS {
 	fsys := fakeSys("", map[string]string{
 		"vdd/dev": "252:48", "vde/dev": "252:64", "vdf/dev": "252:80", "vdg/dev": "252:96",
-		"vdh/dev": "252:112", "vdi/dev": "252:128",
+		"vdh/dev": "252:112", "vdi/dev": "252:128", "vdj/dev": "252:144", "vdk/dev": "252:160",
+		"loop3/dev": "7:3", "loop3/loop/backing_file": "/dev/vdj\n",
+		"loop5/dev": "7:5", "loop5/loop/backing_file": "/srv/nodes/k\n",
+		"loop7/dev": "7:7", "loop7/loop/backing_file": "/dev/shm/disk.img\n",
 	})
+	fsys["srv/nodes/k"] = blockFD(252, 160)
 	fsys["proc/swaps"] = &fstest.MapFile{Data: []byte("Filename\tType\tSize\tUsed\tPriority\n" +
 		"/dev/vdd                                partition\t1048572\t0\t-2\n")}
 	fsys["proc/self/ns/mnt"] = link("mnt:[1]")
@@ -70,7 +75,7 @@ func busyHost() fstest.MapFS {
 }
 
 func TestPlanSeesEveryUse(t *testing.T) {
-	h := testHost(blankDisks("vdd", "vde", "vdf", "vdg", "vdh", "vdi"), busyHost(), []string{"/dev/vdg"})
+	h := testHost(blankDisks("vdd", "vde", "vdf", "vdg", "vdh", "vdi", "vdj", "vdk"), busyHost(), []string{"/dev/vdg"})
 	assertPlan(t, h, map[string]string{
 		"/dev/vdd": "is an active swap area",
 		"/dev/vde": "is held open by pid 42 (cat)",
@@ -78,6 +83,8 @@ func TestPlanSeesEveryUse(t *testing.T) {
 		"/dev/vdg": "cannot be opened exclusively: open /dev/vdg: device or resource busy",
 		"/dev/vdh": "is mounted at /data (in the mount namespace of pid 43)",
 		"/dev/vdi": "",
+		"/dev/vdj": "is the backing device of loop device /dev/loop3: detach it (losetup -d) or choose another disk",
+		"/dev/vdk": "is the backing device of loop device /dev/loop5: detach it (losetup -d) or choose another disk",
 	})
 }
 
@@ -93,6 +100,8 @@ func TestWipeRefusesDevicesInUse(t *testing.T) {
 		{name: "bind-mounted device node", dev: "/dev/vdf"},
 		{name: "mounted in another namespace", dev: "/dev/vdh"},
 		{name: "not exclusive", dev: "/dev/vdi", busy: []string{"/dev/vdi"}},
+		{name: "backing device of a loop device", dev: "/dev/vdj"},
+		{name: "backing device of a loop device set up elsewhere", dev: "/dev/vdk"},
 		{
 			name: "device-mapper path checks the dm device",
 			dev:  "/dev/mapper/x",

@@ -71,6 +71,11 @@ type Facts struct {
 	MountPoints []string
 	// LoopBackingFile is the backing file of a loop device.
 	LoopBackingFile string
+	// LoopOverDevice is set for a loop device whose backing file is a block device.
+	LoopOverDevice bool
+	// LoopsOver are the loop devices set up over this device (/dev/loopN), which therefore holds
+	// their data; see Usage.
+	LoopsOver []string
 	// Suspended is set for a suspended device-mapper device.
 	Suspended bool
 	// Gone is set when the device left sysfs after it was listed (an LV removed meanwhile), and
@@ -107,8 +112,10 @@ func (h *Host) Inspect(ctx context.Context, d BlockDevice, u Usage) (Facts, erro
 	f.MountPoints = u.Mounts.of(devno, name, d.Name, d.KName)
 	f.Swap = u.swap(name)
 	f.OpenBy = u.openBy[devno]
+	f.LoopsOver = u.loopsOver[devno]
 	if s, err := h.readTrimmed(sys + "/loop/backing_file"); err == nil {
 		f.LoopBackingFile = s
+		_, f.LoopOverDevice = h.backingDevno(s)
 	} else if d.Type == "loop" && errors.Is(err, fs.ErrNotExist) {
 		f.Detached = true // sysfs has loop/ only while a file is attached
 	}

@@ -91,8 +91,8 @@ func (h *Host) Wipe(ctx context.Context, dev string, opt WipeOptIn) error {
 const maxHolderDepth = 16
 
 // checkFree fails with ErrBusy when the kernel device name or any device
-// stacked on it is mounted, swap or held open, or when a holder is not
-// device-mapper.
+// stacked on it is mounted, swap, held open or the backing device of a loop
+// device, or when a holder is not device-mapper.
 func (h *Host) checkFree(name string, u Usage, depth int) error {
 	if depth > maxHolderDepth {
 		return fmt.Errorf("holders of %s nest too deep: %w", name, ErrBusy)
@@ -106,6 +106,9 @@ func (h *Host) checkFree(name string, u Usage, depth int) error {
 	}
 	if by := u.openBy[devno]; devno != "" && len(by) > 0 {
 		return fmt.Errorf("/dev/%s is held open by %s: %w", name, strings.Join(by, ", "), ErrBusy)
+	}
+	if loops := u.loopsOver[devno]; devno != "" && len(loops) > 0 {
+		return fmt.Errorf("/dev/%s is the backing device of loop device %s: %w", name, strings.Join(loops, ", "), ErrBusy)
 	}
 	holders, err := h.holders(name)
 	if err != nil {
