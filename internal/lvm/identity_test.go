@@ -50,7 +50,7 @@ func TestIdentityTagsEveryCreate(t *testing.T) {
 	}{
 		{"vgcreate", func(ctx context.Context, c *Client) error {
 			return c.CreateVG(ctx, "vg1", []string{"/dev/sdb"}, "lvms.node=node-a")
-		}, "lvm vgcreate -y --addtag lvms --addtag lvms.node=node-a --addtag lvms.cluster=c1 vg1 /dev/sdb"},
+		}, "lvm vgcreate --addtag lvms --addtag lvms.node=node-a --addtag lvms.cluster=c1 vg1 /dev/sdb"},
 		{"linear", func(ctx context.Context, c *Client) error {
 			return c.CreateLV(ctx, ours, LVOptions{Name: "lv", Size: 1024, Tags: []string{"lvms"}})
 		}, "lvm lvcreate -y --wipesignatures y -n lv -L 1024b --addtag lvms " +

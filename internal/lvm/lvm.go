@@ -161,7 +161,10 @@ func ValidSizeArg(s string) error {
 }
 
 // CreatePVs initialises devices as PVs (`pvcreate`). Devices must have been
-// checked by the device filter first.
+// checked by the device filter first. It never answers lvm2's questions with
+// yes (no -y): a signature that appeared on a device after the filter's check
+// makes lvm2 ask whether to wipe it, the question reads end of input, and the
+// command fails with the device untouched (and so vgcreate and vgextend).
 func (c *Client) CreatePVs(ctx context.Context, devices ...string) error {
 	if len(devices) == 0 {
 		return fmt.Errorf("create PVs: %w: no devices", ErrInvalidArgument)
@@ -171,7 +174,7 @@ func (c *Client) CreatePVs(ctx context.Context, devices ...string) error {
 			return fmt.Errorf("create PVs: %w", err)
 		}
 	}
-	if err := c.run(ctx, append([]string{"pvcreate", "-y"}, devices...)...); err != nil {
+	if err := c.run(ctx, append([]string{"pvcreate"}, devices...)...); err != nil {
 		return fmt.Errorf("create PVs on %v: %w", devices, err)
 	}
 	return nil
@@ -213,7 +216,7 @@ func (c *Client) CreateVG(ctx context.Context, name string, devices []string, ta
 	if err != nil {
 		return fmt.Errorf("create VG %s: %w", name, err)
 	}
-	args := append(append([]string{"vgcreate", "-y"}, ta...), name)
+	args := append(append([]string{"vgcreate"}, ta...), name)
 	if err := c.run(ctx, append(args, devices...)...); err != nil {
 		return fmt.Errorf("create VG %s on %v: %w", name, devices, err)
 	}

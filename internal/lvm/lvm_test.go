@@ -22,14 +22,14 @@ func TestCommands(t *testing.T) {
 		want string
 	}{
 		{"pvcreate", func(ctx context.Context, c *Client) error { return c.CreatePVs(ctx, "/dev/sdb", "/dev/sdc") },
-			"lvm pvcreate -y /dev/sdb /dev/sdc"},
+			"lvm pvcreate /dev/sdb /dev/sdc"},
 		{"pvremove", func(ctx context.Context, c *Client) error { return c.RemovePV(ctx, PV{Name: "/dev/sdb"}) },
 			"lvm pvremove -y /dev/sdb"},
 		{"vgcreate", func(ctx context.Context, c *Client) error {
 			return c.CreateVG(ctx, "vg1", []string{"/dev/sdb"}, "lvms", "extra")
-		}, "lvm vgcreate -y --addtag lvms --addtag extra vg1 /dev/sdb"},
+		}, "lvm vgcreate --addtag lvms --addtag extra vg1 /dev/sdb"},
 		{"vgextend", func(ctx context.Context, c *Client) error { return c.ExtendVG(ctx, ours, "/dev/sdc") },
-			"lvm vgextend -y vg1 /dev/sdc"},
+			"lvm vgextend vg1 /dev/sdc"},
 		{"vgreduce", func(ctx context.Context, c *Client) error { return c.ReduceVG(ctx, ours, "/dev/sdc") },
 			"lvm vgreduce -y vg1 /dev/sdc"},
 		{"vgremove", func(ctx context.Context, c *Client) error { return c.RemoveVG(ctx, ours) }, "lvm vgremove vg1"},

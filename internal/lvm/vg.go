@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// ExtendVG adds devices to an owned VG (`vgextend`).
+// ExtendVG adds devices to an owned VG (`vgextend`, without -y: see CreatePVs).
 func (c *Client) ExtendVG(ctx context.Context, vg VG, devices ...string) error {
-	if err := c.vgDevicesOp(ctx, "vgextend", vg, devices); err != nil {
+	if err := c.vgDevicesOp(ctx, []string{"vgextend"}, vg, devices); err != nil {
 		return fmt.Errorf("extend VG %s with %v: %w", vg.Name, devices, err)
 	}
 	return nil
@@ -15,13 +15,13 @@ func (c *Client) ExtendVG(ctx context.Context, vg VG, devices ...string) error {
 
 // ReduceVG removes unused devices from an owned VG (`vgreduce`).
 func (c *Client) ReduceVG(ctx context.Context, vg VG, devices ...string) error {
-	if err := c.vgDevicesOp(ctx, "vgreduce", vg, devices); err != nil {
+	if err := c.vgDevicesOp(ctx, []string{"vgreduce", "-y"}, vg, devices); err != nil {
 		return fmt.Errorf("reduce VG %s by %v: %w", vg.Name, devices, err)
 	}
 	return nil
 }
 
-func (c *Client) vgDevicesOp(ctx context.Context, sub string, vg VG, devices []string) error {
+func (c *Client) vgDevicesOp(ctx context.Context, cmd []string, vg VG, devices []string) error {
 	if err := c.checkOwned(vg); err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func (c *Client) vgDevicesOp(ctx context.Context, sub string, vg VG, devices []s
 			return err
 		}
 	}
-	return c.run(ctx, append([]string{sub, "-y", vg.Name}, devices...)...)
+	return c.run(ctx, append(append(cmd, vg.Name), devices...)...)
 }
 
 // RemoveVG removes an owned VG (`vgremove`). It never forces: a VG that
