@@ -147,10 +147,30 @@ func (r *OrphanReporter) Scan(ctx context.Context) error {
 	for _, o := range fresh {
 		r.o.Recorder.Eventf(node, nil, corev1.EventTypeWarning, EventOrphanLogicalVolume, "Detect",
 			"LV %s/%s (%d bytes, device class %s) was made by lvms but no LogicalVolume names it%s; it is kept. "+
-				"Remove it with `lvremove %s/%s` on node %s once you know nobody needs its data",
-			o.lv.VolumeGroup, o.lv.Name, o.lv.Size, o.class, o.why, o.lv.VolumeGroup, o.lv.Name, r.o.NodeName)
+				"Once you know nobody needs its data, remove it on node %s: %s",
+			o.lv.VolumeGroup, o.lv.Name, o.lv.Size, o.class, o.why, r.o.NodeName, removeAdvice(o.lv))
 	}
 	return nil
+}
+
+// removeAdvice is how to remove an orphan LV without handing its data to the next volume: a thick
+// LV's extents go back to the volume group as they are, so it is zeroed first, as lvmd does before
+// it removes one (a copy-on-write snapshot through its COW device, which is its extents); a thin
+// pool zeroes every chunk it hands out, so a thin LV is just removed.
+func removeAdvice(lv lvmd.LV) string {
+	name := lv.VolumeGroup + "/" + lv.Name
+	switch {
+	case lv.ThinPool != "":
+		return "`lvremove " + name + "`"
+	case lv.Origin != "":
+		cow := "/dev/mapper/" + strings.ReplaceAll(lv.VolumeGroup, "-", "--") + "-" +
+			strings.ReplaceAll(lv.Name, "-", "--") + "-cow"
+		return "`blkdiscard --force --zeroout " + cow + "` then `lvremove " + name +
+			"` (zero it first: its extents go to the next volume as they are)"
+	default:
+		return "`lvchange -ay " + name + "`, `blkdiscard --zeroout " + lv.Path + "` then `lvremove " + name +
+			"` (zero it first: its extents go to the next volume as they are)"
+	}
 }
 
 type orphan struct {

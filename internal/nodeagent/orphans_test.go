@@ -39,7 +39,11 @@ func logicalVolume(name, uid, node, volumeID string) *topolvmv1.LogicalVolume {
 func lvs(vg string, names ...string) []lvmd.LV {
 	var out []lvmd.LV
 	for _, n := range names {
-		out = append(out, lvmd.LV{Name: n, VolumeGroup: vg, Size: 1 << 30})
+		lv := lvmd.LV{Name: n, VolumeGroup: vg, Size: 1 << 30, Path: "/dev/" + vg + "/" + n}
+		if vg == "vg1" {
+			lv.ThinPool = "pool"
+		}
+		out = append(out, lv)
 	}
 	return out
 }
@@ -108,6 +112,16 @@ lvms_orphan_logical_volumes{device_class="thin",node="node-1"} ` + thin + "\n"
 		if !strings.HasPrefix(got[i], want[i]) || !strings.Contains(got[i], "on node node-1") {
 			t.Errorf("event %q, want prefix %q", got[i], want[i])
 		}
+	}
+	// A thick LV's extents are not zeroed by lvremove: the advice zeroes it first; a thin one's pool
+	// zeroes what it hands out next.
+	thick := "`lvchange -ay vg2/uid-done-restoring`, `blkdiscard --zeroout /dev/vg2/uid-done-restoring` then " +
+		"`lvremove vg2/uid-done-restoring`"
+	if !strings.Contains(got[0], thick) {
+		t.Errorf("thick orphan's advice %q, want %q", got[0], thick)
+	}
+	if !strings.HasSuffix(got[1], "remove it on node node-1: `lvremove vg1/lost`") {
+		t.Errorf("thin orphan's advice %q, want a plain lvremove", got[1])
 	}
 	if got := scan("2", "1"); len(got) != 0 {
 		t.Errorf("an orphan was reported twice: %q", got)
