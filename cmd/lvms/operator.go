@@ -289,7 +289,7 @@ func setupOperator(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error
 		return fmt.Errorf("register LVMCluster metrics: %w", err)
 	}
 	removal := noderemoval.New(mgr.GetClient(), f.namespace, noderemoval.Options{
-		ReleaseVolumes: f.releaseVolumes, DeleteClaims: f.deleteClaims,
+		ReleaseVolumes: f.releaseVolumes, DeleteClaims: f.deleteClaims, APIReader: mgr.GetAPIReader(),
 	})
 	if err := removal.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node-removal controller: %w", err)

@@ -57,6 +57,10 @@ type Options struct {
 	// DeleteClaims (--delete-claims-of-removed-nodes): the claims bound to topolvm.io volumes of a
 	// removed node are deleted, so that StatefulSets recreate them on nodes that exist.
 	DeleteClaims bool
+	// APIReader reads from the API server, not the cache (the manager's GetAPIReader): a Node the
+	// cache does not have yet, or lost for a moment, is looked up there before anything of it is
+	// released. Nil: the client's reads (tests).
+	APIReader client.Reader
 }
 
 // Reconciler releases the finalizers and node statuses of Nodes that no longer exist.
@@ -118,12 +122,9 @@ func nodesOfFinalizers(_ context.Context, o client.Object) []reconcile.Request {
 // Reconcile handles one node name: if the Node exists, nothing is done; otherwise its finalizers
 // and node status are released, and its LogicalVolumes and claims handled as Options say.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	err := r.client.Get(ctx, client.ObjectKey{Name: req.Name}, &corev1.Node{})
-	if err == nil {
-		return ctrl.Result{}, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("get node %s: %w", req.Name, err)
+	gone, err := r.nodeGone(ctx, req.Name)
+	if err != nil || !gone {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, errors.Join(
 		r.releaseFinalizers(ctx, req.Name),
@@ -131,6 +132,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.releaseVolumesOf(ctx, req.Name),
 		r.deleteClaimsOf(ctx, req.Name),
 	)
+}
+
+// nodeGone reports whether Node name does not exist: the cache says so, and then the API server does
+// too (a cache can miss a Node created a moment ago, or be rebuilt after a relist).
+func (r *Reconciler) nodeGone(ctx context.Context, name string) (bool, error) {
+	readers := []client.Reader{r.client}
+	if r.opts.APIReader != nil {
+		readers = append(readers, r.opts.APIReader)
+	}
+	for _, rd := range readers {
+		err := rd.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
+		if err == nil {
+			return false, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("get node %s: %w", name, err)
+		}
+	}
+	return true, nil
 }
 
 // releaseVolumesOf drops the node agent's finalizer from the LogicalVolumes of the removed node that
