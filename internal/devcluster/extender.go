@@ -36,12 +36,35 @@ const (
 )
 
 // extenderOverlayPatch runs the extender on every node: the dev cluster's control plane is on the
-// host, so no node has the control-plane role the component selects.
+// host, so no node has the control-plane role the component selects. The host's scheduler is a
+// scheduler that runs elsewhere (docs/scheduler-extender.md): the extender listens on every
+// address of its node, and the dev cluster adds a Service for it (extenderServiceYAML); nothing
+// but the host's processes reaches the nodes.
 const extenderOverlayPatch = `patches:
 - target: {kind: DaemonSet, name: lvms-scheduler}
   patch: |-
     - op: remove
       path: /spec/template/spec/nodeSelector
+- target: {kind: ConfigMap, name: lvms-scheduler-options}
+  patch: |-
+    - op: replace
+      path: /data/scheduler-options.yaml
+      value: |
+        listen: ":9251"
+        default-divisor: 1
+`
+
+// extenderServiceYAML is the Service the dev cluster's host scheduler reaches the extender by.
+const extenderServiceYAML = `apiVersion: v1
+kind: Service
+metadata:
+  name: ` + extenderService + `
+  namespace: ` + Namespace + `
+spec:
+  selector:
+    app.kubernetes.io/name: lvms-scheduler
+  ports:
+  - {name: extender, port: 9251, targetPort: extender}
 `
 
 // schedulerConfigYAML is the KubeSchedulerConfiguration of the host's kube-scheduler with the

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,7 +33,7 @@ apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
 - %[1]s
-images:
+%[5]simages:
 - name: %[4]s
   digest: %[2]s
 `
@@ -50,11 +52,14 @@ func readDigest(path string) (string, error) {
 }
 
 // overlayComponents are the kustomize components the product overlay adds (relative to the
-// repository), and the patches the dev cluster puts on them.
-func overlayComponents(cfg Config) (components []string, patches string) {
+// repository), the patches the dev cluster puts on them, and manifests of its own it adds (file
+// name to content).
+func overlayComponents(cfg Config) (components []string, patches string, extra map[string]string) {
+	extra = map[string]string{}
 	if cfg.SchedulerExtender {
 		components = append(components, ExtenderComponent)
 		patches += extenderOverlayPatch
+		extra["extender-service.yaml"] = extenderServiceYAML
 	}
 	if cfg.SnapshotMetadata {
 		components = append(components, SnapshotMetadataComponent)
@@ -62,7 +67,7 @@ func overlayComponents(cfg Config) (components []string, patches string) {
 	if cfg.Profiling {
 		components = append(components, ProfilingComponent)
 	}
-	return components, patches
+	return components, patches, extra
 }
 
 // productOverlayDir is where the overlay is written.
@@ -80,8 +85,16 @@ func (c *cluster) installProduct(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("overlay base: %w", err)
 		}
-		body := fmt.Sprintf(productOverlay, base, c.cfg.ProductDigest, c.cfg.ProductDigestFile, ProductImage)
-		comps, patches := overlayComponents(c.cfg)
+		comps, patches, extra := overlayComponents(c.cfg)
+		var extraResources string
+		for _, name := range slices.Sorted(maps.Keys(extra)) {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(extra[name]), 0o644); err != nil {
+				return fmt.Errorf("write overlay: %w", err)
+			}
+			extraResources += "- " + name + "\n"
+		}
+		body := fmt.Sprintf(productOverlay, base, c.cfg.ProductDigest, c.cfg.ProductDigestFile, ProductImage,
+			extraResources)
 		if len(comps) > 0 {
 			body += "components:\n"
 		}

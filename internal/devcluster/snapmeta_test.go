@@ -1,6 +1,7 @@
 package devcluster
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -107,12 +108,15 @@ func TestOverlayAndCRDs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.RepoDir, tt.cfg.CSITools = "/repo", "/tools"
-			comps, patches := overlayComponents(tt.cfg)
+			comps, patches, extra := overlayComponents(tt.cfg)
 			if !slices.Equal(comps, tt.components) {
 				t.Errorf("components %q, want %q", comps, tt.components)
 			}
 			if got := patches == extenderOverlayPatch; got != tt.patched || !tt.patched && patches != "" {
 				t.Errorf("patches %q, want the extender's: %v", patches, tt.patched)
+			}
+			if _, got := extra["extender-service.yaml"]; got != tt.patched || len(extra) > 1 {
+				t.Errorf("extra manifests %v, want the extender's Service: %v", slices.Collect(maps.Keys(extra)), tt.patched)
 			}
 			if got := crdDirs(tt.cfg); !slices.Equal(got, tt.crds) {
 				t.Errorf("CRD directories %q, want %q", got, tt.crds)

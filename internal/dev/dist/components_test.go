@@ -340,3 +340,46 @@ func TestProfilingComponent(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryContainerIsConfined renders config/default with every component and checks each
+// container of the install (Deployments and DaemonSets, init containers too) for a securityContext
+// that forbids privilege escalation and drops every capability, and for CPU and memory requests.
+func TestEveryContainerIsConfined(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	var comps []string
+	for _, c := range []string{"scheduler-extender", "snapshot-metadata", "profiling"} {
+		comps = append(comps, filepath.Join(root, "config", "components", c))
+	}
+	inst, err := renderWithComponents(filepath.Join(root, "config", "default"), comps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, kind := range []string{"Deployment", "DaemonSet"} {
+		for _, o := range inst.find(kind) {
+			var spec corev1.PodSpec
+			raw, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+				seen++
+				where := kind + " " + o.GetName() + " container " + c.Name
+				sc := c.SecurityContext
+				if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+					sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+					t.Errorf("%s: securityContext %+v, want allowPrivilegeEscalation false and capabilities drop ALL",
+						where, sc)
+				}
+				if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+					t.Errorf("%s: requests %v, want cpu and memory", where, c.Resources.Requests)
+				}
+			}
+		}
+	}
+	// The operator, its three CSI sidecars and the extender (the operator makes the node agents and
+	// the snapshot metadata service itself: internal/controller/lvmcluster).
+	if seen < 5 {
+		t.Fatalf("checked %d containers, want at least 5", seen)
+	}
+}
