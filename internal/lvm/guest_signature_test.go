@@ -5,7 +5,6 @@ package lvm_test
 import (
 	"strings"
 	"testing"
-
 )
 
 // TestGuestSignatureAfterThePlanIsNotWiped: the device filter found the disks blank, then a
