@@ -61,6 +61,8 @@ type Server struct {
 	btrfsSysDir string
 	// mapperDir holds the device nodes of open dm-crypt mappings (mapperDir; tests change it).
 	mapperDir string
+	// kdf holds a token per running key derivation (maxKeyDerivations).
+	kdf chan struct{}
 }
 
 // New returns the Node service.
@@ -71,6 +73,7 @@ func New(o Options) (*Server, error) {
 	return &Server{
 		nodeName: o.NodeName, volumes: o.Volumes, mounter: o.Mounter, exec: o.Exec,
 		kubeletDir: kubeletDirOrDefault(o.KubeletDir), btrfsSysDir: defaultBtrfsSysDir, mapperDir: mapperDir,
+		kdf: make(chan struct{}, maxKeyDerivations),
 	}, nil
 }
 
