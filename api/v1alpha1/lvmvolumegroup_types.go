@@ -30,7 +30,7 @@ type LVMVolumeGroupSpec struct {
 	// +optional
 	Default bool `json:"default,omitempty"`
 
-	// DeviceDiscoveryPolicy says whether disks that appear later are added; unset means Dynamic.
+	// DeviceDiscoveryPolicy says whether disks that appear later are added; unset means Static.
 	// +optional
 	DeviceDiscoveryPolicy DeviceDiscoveryPolicy `json:"deviceDiscoveryPolicy,omitempty"`
 }

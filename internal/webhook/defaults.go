@@ -19,7 +19,7 @@ func Setup(mgr ctrl.Manager, namespace string) error {
 
 // LVMClusterDefaulter sets on a new LVMCluster what upstream LVMS's mutating webhook sets, so that
 // the same manifest behaves the same here. It only runs on create: device classes stored before keep
-// an unset policy, which the node agent reads as Dynamic.
+// an unset policy, which the node agent reads as Static too (never Dynamic unless asked).
 type LVMClusterDefaulter struct{}
 
 // +kubebuilder:webhook:path=/mutate-lvm-topolvm-io-v1alpha1-lvmcluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=lvm.topolvm.io,resources=lvmclusters,verbs=create,versions=v1alpha1,name=mlvmcluster.lvm.topolvm.io,admissionReviewVersions=v1

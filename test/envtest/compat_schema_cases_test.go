@@ -85,7 +85,7 @@ func schemaCases() []compatCase {
 			check: func(t *testing.T, c *lvmv1alpha1.LVMCluster, webhook bool) {
 				want := lvmv1alpha1.DeviceDiscoveryPolicy(
 					"",
-				) // the CRDs alone leave it unset, which the node agent reads as Dynamic
+				) // the CRDs alone leave it unset, which the node agent reads as Static too
 				if webhook {
 					want = lvmv1alpha1.DeviceDiscoveryPolicyStatic
 				}

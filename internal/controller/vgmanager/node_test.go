@@ -135,8 +135,7 @@ func TestDiscoveryPolicy(t *testing.T) {
 	}{
 		{name: "Dynamic", spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic),
 			wantDevices: []string{"/dev/sdb", "/dev/sdc"}, wantChanges: grown, wantGrow: true},
-		{name: "unset is Dynamic", spec: thinSpec(""),
-			wantDevices: []string{"/dev/sdb", "/dev/sdc"}, wantChanges: grown, wantGrow: true},
+		{name: "unset is Static", spec: thinSpec(""), wantDevices: []string{"/dev/sdb"}, wantExclude: static},
 		{name: "Static", spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyStatic),
 			wantDevices: []string{"/dev/sdb"}, wantExclude: static},
 		{

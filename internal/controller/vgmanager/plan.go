@@ -320,7 +320,8 @@ func (p *plan) canGrow() bool {
 // static says why an existing VG keeps the disks it has, "" when it takes disks that appear later.
 // A RAID class always keeps them (its layout is fixed at creation); otherwise deviceDiscoveryPolicy
 // Static does, unless deviceSelector lists disks (then the list decides, and a listed disk that
-// appears later joins). Unset is Dynamic.
+// appears later joins). Unset is Static, as the webhook defaults a new class: a cluster whose webhook
+// was bypassed or left out never takes a blank disk that appears later unless asked to (Dynamic).
 func (p *plan) static() string {
 	if p.in.Spec.RAIDConfig != nil {
 		return "not added: a RAID device class keeps the disks it was created with"
@@ -328,7 +329,7 @@ func (p *plan) static() string {
 	if p.in.Spec.DeviceSelector.ListsDisks() {
 		return ""
 	}
-	if p.in.Spec.DeviceDiscoveryPolicy == lvmv1alpha1.DeviceDiscoveryPolicyStatic {
+	if p.in.Spec.DeviceDiscoveryPolicy != lvmv1alpha1.DeviceDiscoveryPolicyDynamic {
 		return "not added: deviceDiscoveryPolicy is Static and the volume group already exists"
 	}
 	return ""

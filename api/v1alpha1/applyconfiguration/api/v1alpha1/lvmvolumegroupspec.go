@@ -26,7 +26,9 @@ import (
 // LVMVolumeGroupSpecApplyConfiguration represents a declarative configuration of the LVMVolumeGroupSpec type for use
 // with apply.
 //
-// LVMVolumeGroupSpec is one device class as the node agents consume it.
+// LVMVolumeGroupSpec is one device class as the node agents consume it. The wipe opt-in cannot be
+// set, changed or removed after creation, as on the device class it projects (a wipe cannot be
+// undone).
 type LVMVolumeGroupSpecApplyConfiguration struct {
 	// DeviceSelector chooses the disks of the volume group.
 	DeviceSelector *DeviceSelectorApplyConfiguration `json:"deviceSelector,omitempty"`
@@ -38,7 +40,7 @@ type LVMVolumeGroupSpecApplyConfiguration struct {
 	RAIDConfig *RAIDConfigApplyConfiguration `json:"raidConfig,omitempty"`
 	// Default is true for the default device class.
 	Default *bool `json:"default,omitempty"`
-	// DeviceDiscoveryPolicy says whether disks that appear later are added; unset means Dynamic.
+	// DeviceDiscoveryPolicy says whether disks that appear later are added; unset means Static.
 	DeviceDiscoveryPolicy *apiv1alpha1.DeviceDiscoveryPolicy `json:"deviceDiscoveryPolicy,omitempty"`
 }
 
