@@ -98,7 +98,7 @@ func runLvmd(cmd *cobra.Command, f lvmdFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := []exec.HostOption{exec.WithTimeout(f.commandTimeout)}
+	opts := []exec.HostOption{exec.WithTimeout(f.commandTimeout), exec.WithFinishOnCancel()}
 	if f.nsenter {
 		opts = append(opts, exec.WithPrefix(exec.NSEnterPrefix()...))
 	}

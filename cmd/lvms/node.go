@@ -104,16 +104,21 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if err != nil {
 		return err
 	}
+	// On SIGTERM the reconcilers stop taking work and the host commands they started run to their
+	// end (WithFinishOnCancel below), for up to one command's deadline and a margin; the DaemonSet's
+	// terminationGracePeriodSeconds (lvmcluster.NodeTerminationGracePeriodSeconds) allows as much.
+	shutdown := f.commandTimeout + 15*time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metrics,
-		HealthProbeBindAddress: f.probeAddr,
-		Cache:                  cacheOpts,
+		Scheme:                  scheme,
+		Metrics:                 metrics,
+		HealthProbeBindAddress:  f.probeAddr,
+		Cache:                   cacheOpts,
+		GracefulShutdownTimeout: &shutdown,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	hostOpts := []exec.HostOption{exec.WithTimeout(f.commandTimeout)}
+	hostOpts := []exec.HostOption{exec.WithTimeout(f.commandTimeout), exec.WithFinishOnCancel()}
 	mountInfo := ""
 	if f.nsenter {
 		hostOpts = append(hostOpts, exec.WithPrefix(exec.NSEnterPrefix()...))

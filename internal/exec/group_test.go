@@ -84,3 +84,23 @@ func waitGone(t *testing.T, pid string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestFinishOnCancel: with FinishOnCancel a command the caller's context cancels while it runs goes
+// on to its end (a node agent shutting down must not kill an lvcreate half-way), its own deadline
+// still ends it, and a command is not started once the context is done.
+func TestFinishOnCancel(t *testing.T) {
+	h := exec.NewHost(exec.WithFinishOnCancel(), exec.WithTimeout(10*time.Second))
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	out, err := exec.Run(ctx, h, "sh", "-c", "sleep 0.5; echo finished")
+	if err != nil || strings.TrimSpace(string(out)) != "finished" {
+		t.Fatalf("a command whose caller cancelled while it ran: %q, %v; want it finished", out, err)
+	}
+	if _, err := exec.Run(ctx, h, "true"); err == nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("a command after the cancel: %v, want not started", err)
+	}
+	short := exec.NewHost(exec.WithFinishOnCancel(), exec.WithTimeout(200*time.Millisecond))
+	if _, err := exec.Run(t.Context(), short, "sleep", "5"); !errors.Is(err, exec.ErrTimeout) {
+		t.Errorf("a command past its own deadline: %v, want %v", err, exec.ErrTimeout)
+	}
+}

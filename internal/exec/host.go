@@ -49,6 +49,11 @@ type Host struct {
 	// On expiry or cancellation the command's whole process group is
 	// killed, so children such as the one nsenter forks die with it.
 	Timeout time.Duration
+	// FinishOnCancel lets a command that has started run to its end (or its
+	// Timeout) when the caller's context is cancelled: a node agent that is
+	// shutting down (a rollout, a drain) must not kill an lvcreate, lvremove
+	// or dd half-way. A command is still not started once the context is done.
+	FinishOnCancel bool
 
 	counter *Counter
 }
@@ -76,6 +81,11 @@ func WithTimeout(d time.Duration) HostOption {
 	return func(h *Host) { h.Timeout = d }
 }
 
+// WithFinishOnCancel sets FinishOnCancel.
+func WithFinishOnCancel() HostOption {
+	return func(h *Host) { h.FinishOnCancel = true }
+}
+
 // NewHost returns a Host executor with its own execution Counter.
 func NewHost(opts ...HostOption) *Host {
 	h := &Host{WaitDelay: 10 * time.Second, Timeout: DefaultTimeout, counter: NewCounter()}
@@ -94,6 +104,13 @@ func (h *Host) Exec(ctx context.Context, c Cmd) error {
 	timeout := h.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
+	}
+	if h.FinishOnCancel {
+		if err := ctx.Err(); err != nil {
+			return &Error{Cmd: c.Name, Args: slices.Clone(c.Args), ExitCode: -1,
+				Err: fmt.Errorf("not started: %w", context.Cause(ctx))}
+		}
+		ctx = context.WithoutCancel(ctx)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
 		fmt.Errorf("%w: %s ran longer than %s (%w)", ErrTimeout, c.Name, timeout, context.DeadlineExceeded))

@@ -143,6 +143,9 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(NodeServiceAccountName).
 		WithHostPID(true).
+		// A stopping agent lets the host commands it started finish (exec.Host.FinishOnCancel),
+		// each within its deadline: a rollout or drain must not SIGKILL an lvcreate or dd half-way.
+		WithTerminationGracePeriodSeconds(NodeTerminationGracePeriodSeconds).
 		WithPriorityClassName("system-node-critical").
 		WithTolerations(tolerationsFor(c)...).
 		WithContainers(agent).

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/exec"
 )
 
 // nodeDaemonSet renders nodeDaemonSetFor as the API object the API server would store.
@@ -162,5 +164,17 @@ func TestDaemonSetSnapshotMetadata(t *testing.T) {
 		"lvms-snapshot-metadata-client-cert/ca.crt"}
 	if !slices.Equal(got, want) {
 		t.Errorf("projected secret items %v, want %v", got, want)
+	}
+}
+
+// TestNodeAgentGetsTimeToFinishItsCommands: a stopping node agent lets its host commands finish,
+// each within exec.DefaultTimeout; the pod's grace period must allow one whole command, or a rollout
+// SIGKILLs an lvcreate, lvremove or dd half-way.
+func TestNodeAgentGetsTimeToFinishItsCommands(t *testing.T) {
+	pod := &nodeDaemonSet(t, Options{Namespace: "lvms-system", NodeImage: "lvms"}).Spec.Template.Spec
+	grace := pod.TerminationGracePeriodSeconds
+	if grace == nil || time.Duration(*grace)*time.Second <= exec.DefaultTimeout {
+		t.Fatalf("terminationGracePeriodSeconds %v, want more than one command's deadline (%v)", grace,
+			exec.DefaultTimeout)
 	}
 }

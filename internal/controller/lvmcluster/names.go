@@ -31,6 +31,9 @@ const (
 	NodeDaemonSetName = "lvms-node"
 	// NodeServiceAccountName is the service account the node agent runs as.
 	NodeServiceAccountName = "lvms-node"
+	// NodeTerminationGracePeriodSeconds is how long a stopping node agent may take: one host
+	// command's deadline (exec.DefaultTimeout, 5 min) and half a minute to stop the rest.
+	NodeTerminationGracePeriodSeconds = 330
 
 	// With --snapshot-metadata (changed block tracking, docs/changed-blocks.md) the operator issues
 	// three Secrets from CAs of its own: SnapshotMetadataNodeCert, the node agents' serving
