@@ -26,4 +26,8 @@ while IFS=: read -r file _ decl; do
 	go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME}" "${pkg}" >&2
 	n=$((n + 1))
 done < <(grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' internal cmd api test | sort)
+if ((n == 0)); then
+	echo "fuzz: FAIL: no fuzz target found (func FuzzX(f *testing.F) in a _test.go file without a build tag)" >&2
+	exit 1
+fi
 echo "fuzz: ${n} targets passed in $((SECONDS - START)) s"

@@ -83,7 +83,10 @@ echo "===== csi-sanity summaries"
 if [[ -s "${WORK}/out/summary.txt" ]]; then
 	cat "${WORK}/out/summary.txt"
 else
+	# A run that ran no csi-sanity at all (a test name matching nothing, a guest that never got to
+	# it) is a failure, not a pass.
 	echo "no summary written (see the guest output above)"
+	((rc != 0)) || rc=1
 fi
 if ((rc != 0)); then
 	for f in stack.log:60 control-plane.log:20 bridge-host.log:20; do

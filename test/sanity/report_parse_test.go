@@ -58,3 +58,20 @@ func TestSummary(t *testing.T) {
 		t.Errorf("written summary %q", b.String())
 	}
 }
+
+// TestExpectCounts: a run with more skips or fewer passes than recorded fails.
+func TestExpectCounts(t *testing.T) {
+	s := &summary{Counts: "60 Passed | 0 Failed | 1 Pending | 42 Skipped"}
+	if err := s.expect(60, 42); err != nil {
+		t.Errorf("the recorded counts: %v", err)
+	}
+	if err := s.expect(60, 41); err == nil {
+		t.Error("one skip more than recorded passed")
+	}
+	if err := s.expect(61, 42); err == nil {
+		t.Error("one pass fewer than recorded passed")
+	}
+	if err := (&summary{}).expect(0, 100); err == nil {
+		t.Error("no counts at all passed")
+	}
+}

@@ -105,3 +105,18 @@ func (s *summary) write(w io.Writer, name string) error {
 	}
 	return nil
 }
+
+// expect fails unless the run passed at least passed specs and skipped at most skipped: a rise in
+// skips means a capability or spec was lost (csi-sanity itself passes on skips), a fall of the passes
+// that specs no longer run.
+func (s *summary) expect(passed, skipped int) error {
+	var p, f, pe, sk int
+	if _, err := fmt.Sscanf(s.Counts, "%d Passed | %d Failed | %d Pending | %d Skipped", &p, &f, &pe, &sk); err != nil {
+		return fmt.Errorf("read counts %q: %w", s.Counts, err)
+	}
+	if p < passed || sk > skipped {
+		return fmt.Errorf("csi-sanity %s: want at least %d passed and at most %d skipped (docs/testing-sanity.md); "+
+			"update both when a spec is meant to go", s.Counts, passed, skipped)
+	}
+	return nil
+}
