@@ -18,9 +18,11 @@ import (
 
 // disksFlags are the settings of `lvms disks`.
 type disksFlags struct {
-	output  string
-	vgName  string
-	nsenter bool
+	output    string
+	vgName    string
+	nodeName  string
+	clusterID string
+	nsenter   bool
 }
 
 func newDisksCommand() *cobra.Command {
@@ -36,7 +38,14 @@ func newDisksCommand() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	fl.StringVar(&f.vgName, "volume-group", "", "evaluate for this volume group (its own PVs count as usable)")
+	fl.StringVar(&f.vgName, "volume-group", "",
+		"evaluate for this volume group: its PVs count as usable only when it is this node's lvms volume group "+
+			"(tagged lvms, and not tagged for another node or cluster)")
+	fl.StringVar(&f.nodeName, "node-name", envOr("NODE_NAME", ""),
+		"this node's name, checked against the volume group's lvms.node tag (in the node agent's pod: NODE_NAME)")
+	fl.StringVar(&f.clusterID, "cluster-id", envOr(clusterIDEnv, ""),
+		"this cluster's ID, checked against the volume group's lvms.cluster tag (in the node agent's pod: "+
+			clusterIDEnv+")")
 	fl.BoolVar(&f.nsenter, "nsenter", false,
 		"run host commands and read mounts in the namespaces of the host's PID 1 (in a pod with hostPID)")
 	return cmd
@@ -75,8 +84,15 @@ func runDisks(cmd *cobra.Command, f disksFlags) error {
 	if err != nil {
 		return fmt.Errorf("read LVM state: %w", err)
 	}
-	verdicts, err := devices.NewHost(e, os.DirFS("/"), devOpts...).Plan(cmd.Context(),
-		devices.Policy{VGName: f.vgName, PVs: state.PVVolumeGroups()})
+	policy := devices.Policy{VGName: f.vgName, PVs: state.PVVolumeGroups()}
+	if why := notOurVG(state, f.vgName, lvm.Identity{Node: f.nodeName, Cluster: f.clusterID}); why != "" {
+		// As the node agent does: another's volume group of that name is not ours to extend, so
+		// its PVs are another volume group's.
+		fmt.Fprintf(cmd.ErrOrStderr(), "volume group %s is not this node's lvms volume group (%s): "+
+			"its PVs are another volume group's\n", f.vgName, why)
+		policy.VGName = ""
+	}
+	verdicts, err := devices.NewHost(e, os.DirFS("/"), devOpts...).Plan(cmd.Context(), policy)
 	if err != nil {
 		return err
 	}
@@ -124,4 +140,24 @@ func hostLVMConfDir(nsenter bool) string {
 		return "proc/1/root/etc/lvm"
 	}
 	return "etc/lvm"
+}
+
+// clusterIDEnv holds the cluster ID in the node agent's container, for `lvms disks --cluster-id`.
+const clusterIDEnv = "LVMS_CLUSTER_ID"
+
+// notOurVG says why the volume group name found in state is not one the node agent of id may use:
+// not tagged lvms, or tagged for another node or cluster. "" when it is ours, or absent.
+func notOurVG(state *lvm.State, name string, id lvm.Identity) string {
+	if name == "" {
+		return ""
+	}
+	vg, ok := state.VG(name)
+	switch {
+	case !ok:
+		return ""
+	case !vg.Owned():
+		return "it is not tagged " + lvm.Tag
+	default:
+		return id.Foreign(vg.Tags)
+	}
 }

@@ -91,3 +91,44 @@ func run(t *testing.T, name string, args ...string) {
 		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
 	}
 }
+
+// TestGuestDisksForeignVolumeGroup: `lvms disks --volume-group VG` on real lvm2 counts VG's PVs as
+// usable only when the node agent would use VG: a same-named VG without the lvms tag, or tagged for
+// another node, is another's.
+func TestGuestDisksForeignVolumeGroup(t *testing.T) {
+	disks := strings.Split(os.Getenv("LVMS_GUEST_DISKS"), ",")
+	if len(disks) < 2 || disks[0] == "" {
+		t.Fatal("LVMS_GUEST_DISKS not set: guest tests must run inside the UML guest (hack/test-lvm.sh)")
+	}
+	t.Cleanup(func() {
+		_ = osexec.Command("lvm", "vgremove", "-f", "-y", "dkplain", "dkother").Run()
+		_ = osexec.Command("lvm", "pvremove", "-ff", "-y", disks[0], disks[1]).Run()
+	})
+	run(t, "lvm", "vgcreate", "dkplain", disks[0])
+	run(t, "lvm", "vgcreate", "--addtag", "lvms", "--addtag", "lvms.node=another-node", "dkother", disks[1])
+	for vg, disk := range map[string]string{"dkplain": disks[0], "dkother": disks[1]} {
+		var reports []diskReport
+		out := lvms(t, "disks", "-o", "json", "--volume-group", vg, "--node-name", "this-node")
+		if err := json.Unmarshal([]byte(out), &reports); err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(reports, func(r diskReport) bool { return r.Name == disk })
+		if i < 0 {
+			t.Fatalf("%s not listed", disk)
+		}
+		want := "is a PV of another volume group: " + vg
+		if r := reports[i]; r.Usable || !slices.Contains(r.Reasons, want) {
+			t.Errorf("--volume-group %s: %s usable=%t reasons %q, want %q", vg, disk, r.Usable, r.Reasons, want)
+		}
+	}
+	// The same VG for the node it is tagged for is that node's: its PV is usable.
+	var reports []diskReport
+	out := lvms(t, "disks", "-o", "json", "--volume-group", "dkother", "--node-name", "another-node")
+	if err := json.Unmarshal([]byte(out), &reports); err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(reports, func(r diskReport) bool { return r.Name == disks[1] }); i < 0 ||
+		!reports[i].Usable {
+		t.Errorf("--volume-group dkother on its own node: %+v, want its PV usable", reports)
+	}
+}

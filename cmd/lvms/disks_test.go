@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
 func TestPrintDisks(t *testing.T) {
@@ -30,5 +32,26 @@ func TestDisksRefusesUnknownOutput(t *testing.T) {
 	cmd.SetErr(&bytes.Buffer{})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "want table or json") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestNotOurVG: `lvms disks --volume-group` counts a volume group's PVs as usable only when the node
+// agent would use the volume group: tagged lvms and not tagged for another node or cluster.
+func TestNotOurVG(t *testing.T) {
+	state := &lvm.State{VGs: []lvm.VG{
+		{Name: "plain"},
+		{Name: "ours", Tags: []string{lvm.Tag, "lvms.node=node-a", "lvms.cluster=c1"}},
+		{Name: "adoptable", Tags: []string{lvm.Tag}},
+		{Name: "other-node", Tags: []string{lvm.Tag, "lvms.node=node-b", "lvms.cluster=c1"}},
+		{Name: "other-cluster", Tags: []string{lvm.Tag, "lvms.node=node-a", "lvms.cluster=c2"}},
+	}}
+	id := lvm.Identity{Node: "node-a", Cluster: "c1"}
+	for name, foreign := range map[string]bool{
+		"": false, "absent": false, "ours": false, "adoptable": false,
+		"plain": true, "other-node": true, "other-cluster": true,
+	} {
+		if why := notOurVG(state, name, id); (why != "") != foreign {
+			t.Errorf("%q: %q, want foreign=%t", name, why, foreign)
+		}
 	}
 }

@@ -110,6 +110,8 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 				WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("spec.nodeName"))),
 			corev1ac.EnvVar().WithName("POD_NAMESPACE").WithValueFrom(corev1ac.EnvVarSource().
 				WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.namespace"))),
+			// For `lvms disks --volume-group` run in this container (its --cluster-id default).
+			corev1ac.EnvVar().WithName("LVMS_CLUSTER_ID").WithValue(opts.ClusterID),
 		).
 		WithSecurityContext(corev1ac.SecurityContext().WithPrivileged(true).WithRunAsUser(0)).
 		WithResources(corev1ac.ResourceRequirements().WithRequests(corev1.ResourceList{
