@@ -3,7 +3,6 @@ package lvmd_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
@@ -18,14 +17,7 @@ func BenchmarkCreateRemoveThinLV(b *testing.B) {
 	f := fakelvm.New()
 	f.AddVG("vg", 10000*gib, extent, lvm.Tag)
 	f.AddThinPool("vg", "pool", 4000*gib)
-	classes, err := lvmd.NewDeviceClassManager(testConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc, err := lvmd.NewService(lvmd.Options{Executor: f, Classes: classes, RefreshInterval: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
+	svc := serviceOn(b, f)
 	ctx := b.Context()
 	for i := range 1000 {
 		if _, err := svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: fmt.Sprintf("pvc-%d", i), DeviceClass: "thin",

@@ -104,20 +104,13 @@ func TestLargeThickVolumesDeleteAndRestore(t *testing.T) {
 	f := fakelvm.New()
 	f.AddVG("vg", 700*gib, extent, lvm.Tag)
 	disk := &diskModel{LVM: f, rate: 300e6, deadline: exec.DefaultTimeout, written: map[string][][2]uint64{}}
-	classes, err := lvmd.NewDeviceClassManager(testConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := lvmd.NewService(lvmd.Options{Executor: disk, Classes: classes, RefreshInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := serviceOn(t, disk)
 	ctx := t.Context()
 	if _, err := svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: "big", DeviceClass: "thick", Size: size}); err != nil {
 		t.Fatal(err)
 	}
 	// The model is true to the old commands: one over the whole volume is killed.
-	err = disk.Exec(ctx, exec.Cmd{Name: "blkdiscard", Args: []string{"--zeroout", "/dev/vg/big"}})
+	err := disk.Exec(ctx, exec.Cmd{Name: "blkdiscard", Args: []string{"--zeroout", "/dev/vg/big"}})
 	if !errors.Is(err, exec.ErrTimeout) {
 		t.Fatalf("one blkdiscard over 200 GiB at 300 MB/s: %v, want killed at the deadline", err)
 	}

@@ -4,7 +4,6 @@ package lvmd_test
 
 import (
 	"bytes"
-	"slices"
 	"testing"
 
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
@@ -24,18 +23,7 @@ func TestGuestChunkedZeroAndCopy(t *testing.T) {
 	g.must(err)
 	g.must(svc.Refresh(ctx))
 
-	t.Run("zero", func(t *testing.T) {
-		var before, after []string
-		n := g.tenantSwap(svc, "thick", 64*mib,
-			func(lv lvmd.LV) { before = g.extents(lv.Name) },
-			func(lv lvmd.LV) { after = g.extents(lv.Name) })
-		if !slices.Equal(before, after) {
-			t.Fatalf("the new LV is on %v, not on the old LV's extents %v: the test proves nothing", after, before)
-		}
-		if n != 0 {
-			t.Fatalf("the new volume shows %d lines of the previous tenant's data", n)
-		}
-	})
+	t.Run("zero", func(t *testing.T) { g.thickTenantSwap(t, svc) })
 	t.Run("copy", func(t *testing.T) {
 		const size = 16 << 20
 		// Every MiB holds its own byte, so a chunk copied to the wrong place shows.

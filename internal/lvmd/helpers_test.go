@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
@@ -17,6 +18,21 @@ const (
 )
 
 func ptr[T any](v T) *T { return &v }
+
+// serviceOn returns a service of testConfig's classes running its commands on e, with no timed
+// refresh.
+func serviceOn(tb testing.TB, e exec.Executor) *lvmd.Service {
+	tb.Helper()
+	classes, err := lvmd.NewDeviceClassManager(testConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	svc, err := lvmd.NewService(lvmd.Options{Executor: e, Classes: classes, RefreshInterval: time.Hour})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return svc
+}
 
 // testConfig: a thick class (spare 1 GiB) and a thin class (ratio 2) on VG
 // "vg" (10 GiB) with pool "pool" (4 GiB).

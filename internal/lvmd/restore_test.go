@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
@@ -38,14 +37,7 @@ func TestRestoreThickSnapshotCopies(t *testing.T) {
 	f := fakelvm.New()
 	f.AddVG("vg", 10*gib, extent, lvm.Tag)
 	ex := &ddExec{LVM: f}
-	classes, err := lvmd.NewDeviceClassManager(testConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := lvmd.NewService(lvmd.Options{Executor: ex, Classes: classes, RefreshInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := serviceOn(t, ex)
 	ctx := t.Context()
 	if _, err := svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: "vol", DeviceClass: "thick", Size: gib}); err != nil {
 		t.Fatal(err)

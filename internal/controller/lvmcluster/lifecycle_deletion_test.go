@@ -61,36 +61,14 @@ func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 	if err := k8s.Delete(ctx, c); err != nil {
 		t.Fatalf("delete LVMCluster: %v", err)
 	}
-	eventually(t, "deletion blocked by the PVC", func(ctx context.Context) error {
-		var got lvmv1alpha1.LVMCluster
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
-			return err
-		}
-		cond := meta.FindStatusCondition(got.Status.Conditions, lvmv1alpha1.ConditionDeletionBlocked)
-		if cond == nil || cond.Reason != lvmcluster.ReasonPVCsExist || !strings.Contains(cond.Message, "default/data") ||
-			!strings.Contains(cond.Message, "default/on-copy") {
-			return fmt.Errorf("condition %+v", cond)
-		}
-		return nil
-	})
+	expectBlockedBy(t, c, "default/data", "default/on-copy")
 	// The operands are untouched while the claim exists.
 	if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, &storagev1.StorageClass{}); err != nil {
 		t.Fatalf("StorageClass removed while a PVC uses it: %v", err)
 	}
 	deleteClaim(t, pvc)
 	// The claim on our own class is gone; the one on the copy still holds the deletion.
-	eventually(t, "deletion still blocked by the claim on the copy", func(ctx context.Context) error {
-		var got lvmv1alpha1.LVMCluster
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
-			return err
-		}
-		cond := meta.FindStatusCondition(got.Status.Conditions, lvmv1alpha1.ConditionDeletionBlocked)
-		if cond == nil || cond.Reason != lvmcluster.ReasonPVCsExist || strings.Contains(cond.Message, "default/data") ||
-			!strings.Contains(cond.Message, "default/on-copy") {
-			return fmt.Errorf("condition %+v", cond)
-		}
-		return nil
-	})
+	expectBlockedBy(t, c, "default/on-copy")
 	if err := k8s.Get(ctx, client.ObjectKey{Name: "lvms-vg1"}, &storagev1.StorageClass{}); err != nil {
 		t.Fatalf("StorageClass removed while a PVC on its copy uses vg1: %v", err)
 	}
@@ -166,5 +144,27 @@ func deleteClaim(t *testing.T, pvc *corev1.PersistentVolumeClaim) {
 		}
 		cur.Finalizers = nil
 		return k8s.Update(ctx, &cur)
+	})
+}
+
+// expectBlockedBy waits until the deleted LVMCluster c says its deletion waits for exactly the claims
+// (namespace/name) given of data and on-copy, the two claims testDeletion makes.
+func expectBlockedBy(t *testing.T, c *lvmv1alpha1.LVMCluster, claims ...string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("deletion blocked by %v", claims), func(ctx context.Context) error {
+		var got lvmv1alpha1.LVMCluster
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, lvmv1alpha1.ConditionDeletionBlocked)
+		if cond == nil || cond.Reason != lvmcluster.ReasonPVCsExist {
+			return fmt.Errorf("condition %+v", cond)
+		}
+		for _, claim := range []string{"default/data", "default/on-copy"} {
+			if strings.Contains(cond.Message, claim) != slices.Contains(claims, claim) {
+				return fmt.Errorf("condition %+v, want it to name exactly %v", cond, claims)
+			}
+		}
+		return nil
 	})
 }
