@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes storage e2e suite (the external-driver tests of k8s.io/kubernetes/test/e2e,
+# which CSI drivers certify against: e2e.test -storage.testdriver=<driver definition>) for the pinned
+# Kubernetes version into a cache directory outside the repository, reuses it when present, and prints
+# that directory as the LAST line of stdout (it holds e2e-storage.test). Everything else goes to stderr.
+#
+# Why not upstream's e2e.test: it links every suite of the project (a long cold build); this binary
+# links the test framework and the storage suites only, in a throw-away main module in the cache
+# that requires k8s.io/kubernetes with the replaces hack/kube-assets.sh derives (it copies that go.mod).
+# Its test main is written below: it reads the framework's flags and runs the ginkgo suite, and
+# -list-images prints the images the suite pulls (framework.AfterReadingAllFlags).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+KUBE_VERSION="${KUBE_VERSION:-v1.37.0}"
+CACHE_ROOT="${LVMS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms}"
+OUT="${CACHE_ROOT}/conformance/${KUBE_VERSION}"
+SRC="${CACHE_ROOT}/conformance-src/${KUBE_VERSION}"
+BIN="${OUT}/e2e-storage.test"
+
+log() { echo "conformance-tools: $*" >&2; }
+
+if [[ -x "${BIN}" && -f "${OUT}/.complete" ]]; then
+	log "reusing ${OUT}"
+	echo "${OUT}"
+	exit 0
+fi
+
+bash hack/kube-assets.sh >/dev/null
+KUBE_SRC="${CACHE_ROOT}/kube-assets-src/${KUBE_VERSION}-etcd${ETCD_VERSION:-v3.7.0}/kube"
+[[ -f "${KUBE_SRC}/go.mod" ]] || { log "no ${KUBE_SRC}/go.mod: hack/kube-assets.sh did not leave its module"; exit 1; }
+mkdir -p "${OUT}" "${SRC}/storage"
+sed 's#^module .*#module lvms.local/storage-e2e#' "${KUBE_SRC}/go.mod" >"${SRC}/go.mod"
+cp "${KUBE_SRC}/go.sum" "${SRC}/go.sum" 2>/dev/null || true
+cat >"${SRC}/storage/storage_test.go" <<'GO'
+// Package storage runs Kubernetes' storage e2e suites against the external CSI drivers named with
+// -storage.testdriver (k8s.io/kubernetes/test/e2e/storage/external).
+package storage
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+
+	"k8s.io/kubernetes/test/e2e/framework"
+	"k8s.io/kubernetes/test/e2e/framework/config"
+	_ "k8s.io/kubernetes/test/e2e/framework/debug/init"
+	_ "k8s.io/kubernetes/test/e2e/framework/metrics/init"
+	_ "k8s.io/kubernetes/test/e2e/framework/node/init"
+	_ "k8s.io/kubernetes/test/e2e/storage/external"
+)
+
+func TestMain(m *testing.M) {
+	config.CopyFlags(config.Flags, flag.CommandLine)
+	framework.RegisterCommonFlags(flag.CommandLine)
+	framework.RegisterClusterFlags(flag.CommandLine)
+	flag.Parse()
+	framework.AfterReadingAllFlags(&framework.TestContext)
+	os.Exit(m.Run())
+}
+
+func TestStorage(t *testing.T) {
+	gomega.RegisterFailHandler(framework.Fail)
+	ginkgo.RunSpecs(t, "Kubernetes storage e2e for lvms")
+}
+GO
+log "go mod tidy (storage e2e of k8s.io/kubernetes ${KUBE_VERSION})"
+(cd "${SRC}" && go mod tidy >&2)
+log "building e2e-storage.test (several minutes when the Go build cache is cold)"
+(cd "${SRC}" && CGO_ENABLED=0 go test -c -trimpath -o "${BIN}.tmp" ./storage >&2)
+mv "${BIN}.tmp" "${BIN}"
+touch "${OUT}/.complete"
+log "built ${BIN}"
+echo "${OUT}"
