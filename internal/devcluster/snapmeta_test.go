@@ -116,7 +116,11 @@ func TestOverlayAndCRDs(t *testing.T) {
 				t.Errorf("patches %q, want the extender's: %v", patches, tt.patched)
 			}
 			if _, got := extra["extender-service.yaml"]; got != tt.patched || len(extra) > 1 {
-				t.Errorf("extra manifests %v, want the extender's Service: %v", slices.Collect(maps.Keys(extra)), tt.patched)
+				t.Errorf(
+					"extra manifests %v, want the extender's Service: %v",
+					slices.Collect(maps.Keys(extra)),
+					tt.patched,
+				)
 			}
 			if got := crdDirs(tt.cfg); !slices.Equal(got, tt.crds) {
 				t.Errorf("CRD directories %q, want %q", got, tt.crds)

@@ -32,7 +32,9 @@ func TestEvaluate(t *testing.T) {
 			name: "loop device over a disk",
 			c: Candidate{Device: BlockDevice{Name: "/dev/loop3", KName: "/dev/loop3", Type: "loop", Size: 1 << 30},
 				Facts: Facts{LoopBackingFile: "/dev/sdb", LoopOverDevice: true}},
-			want: []string{"is a loop device over block device /dev/sdb: use that device itself (detach the loop first)"},
+			want: []string{
+				"is a loop device over block device /dev/sdb: use that device itself (detach the loop first)",
+			},
 		},
 		{
 			name: "loop device over a file",

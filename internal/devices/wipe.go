@@ -108,7 +108,12 @@ func (h *Host) checkFree(name string, u Usage, depth int) error {
 		return fmt.Errorf("/dev/%s is held open by %s: %w", name, strings.Join(by, ", "), ErrBusy)
 	}
 	if loops := u.loopsOver[devno]; devno != "" && len(loops) > 0 {
-		return fmt.Errorf("/dev/%s is the backing device of loop device %s: %w", name, strings.Join(loops, ", "), ErrBusy)
+		return fmt.Errorf(
+			"/dev/%s is the backing device of loop device %s: %w",
+			name,
+			strings.Join(loops, ", "),
+			ErrBusy,
+		)
 	}
 	holders, err := h.holders(name)
 	if err != nil {

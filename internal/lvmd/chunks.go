@@ -36,7 +36,14 @@ func inChunks(size, chunk uint64, step func(offset, length uint64) error) error 
 // (a snapshot's COW device): see zeroThick.
 func (s *Service) zeroRange(ctx context.Context, dev string, size uint64, force bool) error {
 	return inChunks(size, s.chunk, func(off, n uint64) error {
-		args := []string{"--zeroout", "--offset", strconv.FormatUint(off, 10), "--length", strconv.FormatUint(n, 10), dev}
+		args := []string{
+			"--zeroout",
+			"--offset",
+			strconv.FormatUint(off, 10),
+			"--length",
+			strconv.FormatUint(n, 10),
+			dev,
+		}
 		if force {
 			args = append([]string{"--force"}, args...)
 		}

@@ -20,7 +20,9 @@ import (
 // clusterPermissions and a Role and RoleBinding of its permissions, and the service accounts.
 func olmRBAC(t *testing.T) *rbacdoc.Set {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "bundle", "manifests", "lvms-operator.clusterserviceversion.yaml"))
+	raw, err := os.ReadFile(
+		filepath.Join("..", "..", "bundle", "manifests", "lvms-operator.clusterserviceversion.yaml"),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +47,13 @@ func olmRBAC(t *testing.T) *rbacdoc.Set {
 	}
 	for _, p := range spec.ClusterPermissions {
 		name := "olm-" + p.ServiceAccountName
-		add(&rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: p.Rules})
+		add(
+			&rbacv1.ClusterRole{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Rules:      p.Rules,
+			},
+		)
 		add(&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -85,7 +85,10 @@ func testOperands(t *testing.T) {
 			return err
 		}
 		if len(policy.Spec.MatchConditions) != 1 ||
-			!strings.Contains(policy.Spec.MatchConditions[0].Expression, "system:serviceaccount:lvms-system:lvms-node'") {
+			!strings.Contains(
+				policy.Spec.MatchConditions[0].Expression,
+				"system:serviceaccount:lvms-system:lvms-node'",
+			) {
 			return fmt.Errorf("match conditions %+v", policy.Spec.MatchConditions)
 		}
 		var binding admissionv1.ValidatingAdmissionPolicyBinding

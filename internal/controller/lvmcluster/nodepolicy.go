@@ -94,7 +94,10 @@ func NodeAgentPolicy(
 }
 
 // nodeAgentPolicy is the ValidatingAdmissionPolicy for the node agent's service account in namespace.
-func nodeAgentPolicy(c *lvmv1alpha1.LVMCluster, namespace string) *admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration {
+func nodeAgentPolicy(
+	c *lvmv1alpha1.LVMCluster,
+	namespace string,
+) *admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration {
 	writes := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete}
 	rule := func(group, version string, resources ...string) *admissionv1ac.NamedRuleWithOperationsApplyConfiguration {
 		return admissionv1ac.NamedRuleWithOperations().WithOperations(writes...).
@@ -115,7 +118,12 @@ func nodeAgentPolicy(c *lvmv1alpha1.LVMCluster, namespace string) *admissionv1ac
 			rule("lvm.topolvm.io", "*", "lvmvolumegroups", "lvmvolumegroups/status", "lvmvolumegroups/finalizers"),
 		)).
 		WithMatchConditions(admissionv1ac.MatchCondition().WithName("node-agent").WithExpression(
-			fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", namespace, NodeServiceAccountName))).
+			fmt.Sprintf(
+				"request.userInfo.username == 'system:serviceaccount:%s:%s'",
+				namespace,
+				NodeServiceAccountName,
+			),
+		)).
 		WithVariables(
 			variable("node", fmt.Sprintf("has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && "+
 				"size(request.userInfo.extra['%[1]s']) == 1 ? request.userInfo.extra['%[1]s'][0] : ''", nodeNameExtra)),
@@ -137,7 +145,9 @@ func nodeAgentPolicy(c *lvmv1alpha1.LVMCluster, namespace string) *admissionv1ac
 	return admissionv1ac.ValidatingAdmissionPolicy(NodeAgentPolicyName).WithLabels(ownerLabels(c)).WithSpec(spec)
 }
 
-func nodeAgentPolicyBinding(c *lvmv1alpha1.LVMCluster) *admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration {
+func nodeAgentPolicyBinding(
+	c *lvmv1alpha1.LVMCluster,
+) *admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration {
 	return admissionv1ac.ValidatingAdmissionPolicyBinding(NodeAgentPolicyName).WithLabels(ownerLabels(c)).
 		WithSpec(admissionv1ac.ValidatingAdmissionPolicyBindingSpec().
 			WithPolicyName(NodeAgentPolicyName).

@@ -44,7 +44,11 @@ func TestStaleCacheReleasesNothing(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), status) })
 
-	r := noderemoval.New(staleCache{k8s}, ns, noderemoval.Options{ReleaseVolumes: true, DeleteClaims: true, APIReader: k8s})
+	r := noderemoval.New(
+		staleCache{k8s},
+		ns,
+		noderemoval.Options{ReleaseVolumes: true, DeleteClaims: true, APIReader: k8s},
+	)
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: node}}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +57,10 @@ func TestStaleCacheReleasesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Contains(got.Finalizers, lvmv1alpha1.CleanupFinalizerPrefix+node) {
-		t.Errorf("finalizers %v: the finalizer of a node that exists was released on a stale cache's word", got.Finalizers)
+		t.Errorf(
+			"finalizers %v: the finalizer of a node that exists was released on a stale cache's word",
+			got.Finalizers,
+		)
 	}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(status), &lvmv1alpha1.LVMVolumeGroupNodeStatus{}); err != nil {
 		t.Errorf("the node status of a node that exists: %v", err)

@@ -119,7 +119,8 @@ func (s *Server) openLUKS(ctx context.Context, dev, name string, key []byte) (fo
 	switch existing {
 	case luksType:
 	case "":
-		if err := s.cryptsetup(ctx, key, append(append([]string{"luksFormat"}, luksFormatArgs...), dev)...); err != nil {
+		args := append(append([]string{"luksFormat"}, luksFormatArgs...), dev)
+		if err := s.cryptsetup(ctx, key, args...); err != nil {
 			return false, fmt.Errorf("format %s as LUKS2: %w", dev, err)
 		}
 		formatted = true

@@ -314,7 +314,15 @@ func (f *LVM) blockdev(argv []string) (string, int, string) {
 	}
 	for _, v := range f.vgs {
 		for _, l := range v.lvs {
-			mapper := "/dev/mapper/" + strings.ReplaceAll(v.name, "-", "--") + "-" + strings.ReplaceAll(l.name, "-", "--")
+			mapper := "/dev/mapper/" + strings.ReplaceAll(
+				v.name,
+				"-",
+				"--",
+			) + "-" + strings.ReplaceAll(
+				l.name,
+				"-",
+				"--",
+			)
 			if argv[1] != "/dev/"+v.name+"/"+l.name && argv[1] != mapper {
 				continue
 			}
