@@ -31,13 +31,16 @@ const mib = int64(1) << 20
 // TLS). Writes are whole MiB at MiB offsets, so they are exact for any pool chunk size up to 1 MiB.
 func testSnapshotMetadata(t *testing.T) {
 	e := newEnv(t)
+	// The dev cluster has no pod network between nodes: the sidecar reaches the node agent of the
+	// snapshot's node only on its own node, so the volume is made there.
+	node := e.snapshotMetadataPod().Spec.NodeName
 	e.claim("vol", thinClass, "1Gi", true, "")
 	first := [][2]int64{{0, 1}, {8, 2}, {100, 1}}    // MiB offset, MiB count
 	second := [][2]int64{{8, 1}, {50, 1}, {1023, 1}} // a rewrite, a new range, the last MiB
-	e.pod("write-1", "vol", true, "", writeMiBs(first))
-	w, _ := e.finished("write-1")
+	e.pod("write-1", "vol", true, node, writeMiBs(first))
+	e.finished("write-1")
 	e.snapshot("snap-1", thinClass, "vol")
-	e.pod("write-2", "vol", true, w.Spec.NodeName, writeMiBs(second))
+	e.pod("write-2", "vol", true, node, writeMiBs(second))
 	e.finished("write-2")
 	e.snapshot("snap-2", thinClass, "vol")
 
@@ -111,28 +114,18 @@ func (e *env) backupAccount(name string) {
 // its table ("offset+size" in bytes, in order).
 func (e *env) listBlocks(pod string, args ...string) []string {
 	e.t.Helper()
-	// The dev cluster has neither cluster DNS nor Service IPs inside pods: the pod resolves the
-	// SnapshotMetadataService's address through /etc/hosts to the sidecar's pod, which serves the
-	// Service's port itself.
-	var pods corev1.PodList
-	if err := e.c.List(
-		e.ctx(),
-		&pods,
-		client.InNamespace(operatorNS),
-		client.MatchingLabels{
-			"app.kubernetes.io/name": "lvms-snapshot-metadata",
-		},
-	); err != nil || len(pods.Items) != 1 ||
-		pods.Items[0].Status.PodIP == "" {
-		e.t.Fatalf("the lvms-snapshot-metadata pod: %d pods, %v", len(pods.Items), err)
-	}
+	// The dev cluster has neither cluster DNS nor Service IPs inside pods, nor a pod network between
+	// nodes: the pod runs on the sidecar's node and resolves the SnapshotMetadataService's address
+	// through /etc/hosts to the sidecar's pod, which serves the Service's port itself.
+	sidecar := e.snapshotMetadataPod()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod},
 		Spec: corev1.PodSpec{
 			RestartPolicy:      corev1.RestartPolicyNever,
 			ServiceAccountName: "backup",
+			NodeSelector:       map[string]string{corev1.LabelHostname: sidecar.Spec.NodeName},
 			HostAliases: []corev1.HostAlias{
-				{IP: pods.Items[0].Status.PodIP, Hostnames: []string{"lvms-snapshot-metadata." + operatorNS}},
+				{IP: sidecar.Status.PodIP, Hostnames: []string{"lvms-snapshot-metadata." + operatorNS}},
 			},
 			TerminationGracePeriodSeconds: new(int64(2)),
 			Containers: []corev1.Container{{Name: "main", Image: listerImage, ImagePullPolicy: corev1.PullNever,
@@ -156,4 +149,21 @@ func (e *env) listBlocks(pod string, args ...string) []string {
 	}
 	e.t.Logf("%s: %s", pod, strings.TrimSpace(out))
 	return got
+}
+
+// snapshotMetadataPod waits for the running pod of the lvms-snapshot-metadata Deployment (the
+// external-snapshot-metadata sidecar) and returns it.
+func (e *env) snapshotMetadataPod() *corev1.Pod {
+	e.t.Helper()
+	var pods corev1.PodList
+	e.waitFor("the lvms-snapshot-metadata pod running", func(ctx context.Context) (bool, string, error) {
+		if err := e.c.List(ctx, &pods, client.InNamespace(operatorNS),
+			client.MatchingLabels{"app.kubernetes.io/name": "lvms-snapshot-metadata"}); err != nil {
+			return false, "", err
+		}
+		ok := len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodRunning &&
+			pods.Items[0].Status.PodIP != "" && pods.Items[0].Spec.NodeName != ""
+		return ok, fmt.Sprintf("%d pods", len(pods.Items)), nil
+	})
+	return &pods.Items[0]
 }
