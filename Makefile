@@ -126,6 +126,24 @@ e2e: ## End-to-end suite on a fresh 2-node dev cluster (lvms-dev up), torn down 
 	bash hack/uml-deps.sh
 	bash hack/e2e.sh
 
+.PHONY: chaos
+chaos: ## Chaos test on a fresh dev cluster: seeded SIGKILLs of operator, node agents, kube-apiserver and etcd while claims are provisioned, expanded, snapshotted, restored and deleted; prints the schedule and the invariant table (CHAOS_SEED, CHAOS_FAULTS=8, CHAOS_CLAIMS=8).
+	$(MAKE) images
+	bash hack/uml-deps.sh
+	E2E_TAGS="e2e chaos" E2E_RUN='^TestChaos$$' E2E_PARALLEL="$$(( $${CHAOS_CLAIMS:-8} + 1 ))" E2E_TIMEOUT=60m bash hack/e2e.sh
+
+.PHONY: conformance
+conformance: ## Kubernetes' storage e2e suite, every applicable spec, per device class on a fresh dev cluster; summary per suite and class, JUnit under _output/conformance (docs/conformance.md).
+	$(MAKE) images
+	bash hack/uml-deps.sh
+	bash hack/conformance.sh
+
+.PHONY: conformance-subset
+conformance-subset: ## The curated subset of the storage e2e suite (test/conformance/subset.txt) that make test runs, about 10 min.
+	$(MAKE) images
+	bash hack/uml-deps.sh
+	CONFORMANCE_SUBSET=1 bash hack/conformance.sh
+
 .PHONY: bench-cluster
 bench-cluster: ## Provisioning benchmark (thin and thick) on a fresh dev cluster, torn down after (CLAIMS=1 NODES=2; SCALE=0,100,1000 for the LVs-per-node run; PROFILE=N s of CPU profiles; docs/performance.md).
 	$(MAKE) images
@@ -153,6 +171,7 @@ tools: ## Install and build every tool the tests use (apt packages, kube binarie
 	bash hack/golangci-lint.sh >/dev/null
 	bash hack/helm.sh >/dev/null
 	bash hack/promtool.sh >/dev/null
+	bash hack/conformance-tools.sh >/dev/null
 
 .PHONY: kube-assets
 kube-assets: ## Build the pinned kube-apiserver, etcd, kubectl, kube-scheduler, kube-controller-manager.

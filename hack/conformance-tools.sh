@@ -2,7 +2,9 @@
 # Builds the Kubernetes storage e2e suite (the external-driver tests of k8s.io/kubernetes/test/e2e,
 # which CSI drivers certify against: e2e.test -storage.testdriver=<driver definition>) for the pinned
 # Kubernetes version into a cache directory outside the repository, reuses it when present, and prints
-# that directory as the LAST line of stdout (it holds e2e-storage.test). Everything else goes to stderr.
+# that directory as the LAST line of stdout. It holds e2e-storage.test, agnhost (the program of the
+# suite's agnhost image, k8s.io/kubernetes/test/images/agnhost) and ginkgo (the CLI that runs the
+# suite in parallel processes), all of the same module graph. Everything else goes to stderr.
 #
 # Why not upstream's e2e.test: it links every suite of the project (a long cold build); this binary
 # links the test framework and the storage suites only, in a throw-away main module in the cache
@@ -20,7 +22,7 @@ BIN="${OUT}/e2e-storage.test"
 
 log() { echo "conformance-tools: $*" >&2; }
 
-if [[ -x "${BIN}" && -f "${OUT}/.complete" ]]; then
+if [[ -x "${BIN}" && -x "${OUT}/agnhost" && -x "${OUT}/ginkgo" && -f "${OUT}/.complete" ]]; then
 	log "reusing ${OUT}"
 	echo "${OUT}"
 	exit 0
@@ -67,11 +69,19 @@ func TestStorage(t *testing.T) {
 	ginkgo.RunSpecs(t, "Kubernetes storage e2e for lvms")
 }
 GO
-log "go mod tidy (storage e2e of k8s.io/kubernetes ${KUBE_VERSION})"
+log "go mod tidy (storage e2e of k8s.io/kubernetes ${KUBE_VERSION}, agnhost and ginkgo as tools)"
 (cd "${SRC}" && go mod tidy >&2)
+# ginkgo's CLI at the version the suite requires (a newer one would also upgrade the suite's library).
+ginkgo_version="$(awk '$1 == "github.com/onsi/ginkgo/v2" {print $2; exit}' "${SRC}/go.mod")"
+[[ -n "${ginkgo_version}" ]] || { log "no github.com/onsi/ginkgo/v2 in ${SRC}/go.mod"; exit 1; }
+(cd "${SRC}" && go get -tool "k8s.io/kubernetes/test/images/agnhost@${KUBE_VERSION}" \
+	"github.com/onsi/ginkgo/v2/ginkgo@${ginkgo_version}" >&2 && go mod tidy >&2)
 log "building e2e-storage.test (several minutes when the Go build cache is cold)"
 (cd "${SRC}" && CGO_ENABLED=0 go test -c -trimpath -o "${BIN}.tmp" ./storage >&2)
 mv "${BIN}.tmp" "${BIN}"
+for tool in k8s.io/kubernetes/test/images/agnhost github.com/onsi/ginkgo/v2/ginkgo; do
+	(cd "${SRC}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${OUT}/$(basename "${tool}")" "${tool}" >&2)
+done
 touch "${OUT}/.complete"
 log "built ${BIN}"
 echo "${OUT}"

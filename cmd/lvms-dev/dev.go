@@ -62,6 +62,8 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 		"",
 		"OCI archives the nodes import (default: <repo>/_output/images; make images builds them)",
 	)
+	fl.StringSliceVar(&o.ExtraImagesDirs, "extra-images-dir", nil,
+		"more directories of OCI archives the nodes import (the storage e2e suite's: hack/conformance.sh)")
 	fl.BoolVar(&o.NoProduct, "no-product", false, "do not install the product (config/default): the nodes alone")
 	fl.BoolVar(&o.SchedulerExtender, "scheduler-extender", false,
 		"install the product with its scheduler extender and pod webhook (config/components/scheduler-extender) "+

@@ -24,7 +24,7 @@ func newImageCommand() *cobra.Command {
 		Use:   "image",
 		Short: "Build the OCI images reproducibly without a Docker daemon, and push them (docs/image.md)",
 	}
-	cmd.AddCommand(newImageBuildCommand(), newImagePushCommand())
+	cmd.AddCommand(newImageBuildCommand(), newImagePushCommand(), newImageConformanceCommand())
 	return cmd
 }
 

@@ -23,6 +23,12 @@ func main() {
 
 func newRootCommand() *cobra.Command {
 	root := newDevCommand()
-	root.AddCommand(newDevDemoCommand(), newDistCommand(), newImageCommand(), newRBACDocCommand())
+	root.AddCommand(
+		newDevDemoCommand(),
+		newDistCommand(),
+		newImageCommand(),
+		newRBACDocCommand(),
+		newConformanceReportCommand(),
+	)
 	return root
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -31,13 +32,16 @@ const componentTimeout = 90 * time.Second
 
 // cluster is the supervisor's view of what it runs.
 type cluster struct {
-	l      Layout
-	cfg    Config
-	state  State
-	out    io.Writer
-	procs  []*proc
-	guests []*guest
-	http   *http.Client
+	l     Layout
+	cfg   Config
+	state State
+	out   io.Writer
+	// mu guards procs and stopping: keep replaces a component that exited.
+	mu       sync.Mutex
+	procs    []*proc
+	stopping bool
+	guests   []*guest
+	http     *http.Client
 	// egress is the apiserver's way into the nodes (nil until prepareRealNodes).
 	egress *egressProxy
 	// forward carries the scheduler's extender calls into the cluster (nil without the extender).
@@ -92,13 +96,52 @@ func (c *cluster) run(ctx context.Context, s spec, ready func(context.Context) e
 		if err != nil {
 			return err
 		}
+		c.mu.Lock()
 		c.procs = append(c.procs, p)
+		i := len(c.procs) - 1
+		c.mu.Unlock()
 		c.state.Components = append(c.state.Components, s.name)
 		if err := writeJSON(c.l.State(), c.state); err != nil {
 			return err
 		}
-		return waitReady(ctx, p, ready)
+		if err := waitReady(ctx, p, ready); err != nil {
+			return err
+		}
+		go c.keep(i, s)
+		return nil
 	})
+}
+
+// restartDelay is how long keep waits before it starts a component that exited again.
+const restartDelay = time.Second
+
+// keep starts component i again whenever it exits while the cluster runs, as the kubelet restarts
+// the static pods of a control plane (test/e2e's chaos test kills them with SIGKILL). It returns
+// once the cluster stops.
+func (c *cluster) keep(i int, s spec) {
+	for {
+		c.mu.Lock()
+		if c.stopping {
+			c.mu.Unlock()
+			return
+		}
+		p := c.procs[i]
+		c.mu.Unlock()
+		<-p.exited
+		time.Sleep(restartDelay)
+		c.mu.Lock()
+		if c.stopping {
+			c.mu.Unlock()
+			return
+		}
+		fmt.Fprintf(c.out, "%s exited (%v): starting it again\n", s.name, p.err)
+		if np, err := startProc(c.l, s); err != nil {
+			fmt.Fprintf(c.out, "%s: %v\n", s.name, err)
+		} else {
+			c.procs[i] = np
+		}
+		c.mu.Unlock()
+	}
 }
 
 // waitReady polls ready until it succeeds, the process exits, or componentTimeout passes.
@@ -203,14 +246,18 @@ func (c *cluster) startSnapshotController(ctx context.Context) error {
 
 // stopAll stops the host processes in reverse start order.
 func (c *cluster) stopAll() error {
+	c.mu.Lock()
+	c.stopping = true
+	procs := c.procs
+	c.procs = nil
+	c.mu.Unlock()
 	var errs []error
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		p := c.procs[i]
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
 		p.stop(10 * time.Second)
 		if aliveUnder(p.cmd.Process.Pid, c.l.Dir) {
 			errs = append(errs, fmt.Errorf("%s (pid %d) survived SIGKILL", p.name, p.cmd.Process.Pid))
 		}
 	}
-	c.procs = nil
 	return errors.Join(errs...)
 }

@@ -31,6 +31,9 @@ type UpOptions struct {
 	DiskSize                         int64
 	// ImagesDir holds the OCI archives the nodes import (<repo>/_output/images when empty).
 	ImagesDir string
+	// ExtraImagesDirs hold more OCI archives the nodes import: every *.tar in them (the storage
+	// e2e suite's images, hack/conformance.sh).
+	ExtraImagesDirs []string
 	// NoProduct leaves the product out of the cluster (to try the nodes alone).
 	NoProduct bool
 	// SchedulerExtender installs the product with its scheduler extender and pod webhook
@@ -159,6 +162,17 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	}
 	if cfg.Images, err = findImages(o.ImagesDir, o.SnapshotMetadata); err != nil {
 		return cfg, err
+	}
+	for _, dir := range o.ExtraImagesDirs {
+		// The guests see the host's file system at the same absolute paths.
+		if dir, err = filepath.Abs(dir); err != nil {
+			return cfg, fmt.Errorf("images directory: %w", err)
+		}
+		extra, err := findImages(dir, false)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Images = append(cfg.Images, extra...)
 	}
 	if !o.NoProduct {
 		cfg.ProductDigestFile = filepath.Join(o.ImagesDir, "lvms.digest")

@@ -255,16 +255,7 @@ func testSnapshotRestore(t *testing.T) {
 // is readyToUse; it returns the VolumeSnapshot.
 func (e *env) snapshot(name, class, claim string) *unstructured.Unstructured {
 	e.t.Helper()
-	snap := &unstructured.Unstructured{}
-	snap.SetGroupVersionKind(
-		schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
-	)
-	snap.SetNamespace(e.ns)
-	snap.SetName(name)
-	snap.Object["spec"] = map[string]any{
-		"volumeSnapshotClassName": class,
-		"source":                  map[string]any{"persistentVolumeClaimName": claim},
-	}
+	snap := newSnapshot(e.ns, name, class, claim)
 	if err := e.c.Create(e.ctx(), snap); err != nil {
 		e.t.Fatal(err)
 	}
@@ -276,6 +267,21 @@ func (e *env) snapshot(name, class, claim string) *unstructured.Unstructured {
 		st, _, _ := unstructured.NestedMap(snap.Object, "status")
 		return ready, fmt.Sprint(st), nil
 	})
+	return snap
+}
+
+// newSnapshot is VolumeSnapshot name in namespace ns of the claim, in VolumeSnapshotClass class.
+func newSnapshot(ns, name, class, claim string) *unstructured.Unstructured {
+	snap := &unstructured.Unstructured{}
+	snap.SetGroupVersionKind(
+		schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
+	)
+	snap.SetNamespace(ns)
+	snap.SetName(name)
+	snap.Object["spec"] = map[string]any{
+		"volumeSnapshotClassName": class,
+		"source":                  map[string]any{"persistentVolumeClaimName": claim},
+	}
 	return snap
 }
 

@@ -1,7 +1,6 @@
 package image
 
 import (
-	"archive/tar"
 	"context"
 	"debug/buildinfo"
 	"errors"
@@ -152,6 +151,8 @@ type static struct {
 	bin                     GoBinary
 	// created dates the image (and its files and SBOM).
 	created time.Time
+	// archive names the output files (default: name).
+	archive string
 }
 
 // FixedEpoch dates the images that hold nothing of this repository (the CSI sidecars and the
@@ -187,7 +188,11 @@ func (b *Builder) staticImage(s static) (Result, error) {
 		},
 	}
 	b.progress("image %s: %d files, %s MiB uncompressed", s.ref, len(t.entries), MiB(t.Size()))
-	return b.write(spec, s.name, sbom)
+	archive := s.archive
+	if archive == "" {
+		archive = s.name
+	}
+	return b.write(spec, archive, sbom)
 }
 
 // Sidecars builds the kubernetes-csi sidecar images, tagged as the manifests name them, from
@@ -230,29 +235,15 @@ func (b *Builder) Pause(ctx context.Context) (Result, error) {
 // Workload builds lvms.local/workload:dev: Debian's static busybox and its applet links, for
 // demo and e2e pods. It runs as root so that it can write to freshly formatted volumes.
 func (b *Builder) Workload(ctx context.Context) (Result, error) {
-	debs, err := b.apt.Resolve(ctx, []string{"busybox-static"})
+	t, debs, err := b.busyboxTree(ctx, false)
 	if err != nil {
 		return Result{}, err
-	}
-	t := NewTree()
-	for _, d := range debs {
-		if err := UnpackDeb(ctx, t, d.File); err != nil {
-			return Result{}, err
-		}
-	}
-	AddMergedUsrLinks(t)
-	baseFiles(t)
-	for _, applet := range busyboxApplets {
-		t.AddSymlink("usr/bin/"+applet, "busybox")
 	}
 	sbom, err := SBOM{Image: WorkloadRef, Version: "dev", Created: FixedEpoch, Debs: debs}.JSON()
 	if err != nil {
 		return Result{}, err
 	}
 	t.AddFile("usr/share/doc/workload/sbom.spdx.json", 0o644, sbom)
-	if e, ok := t.Resolve("bin/sh"); !ok || e.Type != tar.TypeReg {
-		return Result{}, errors.New("workload image: /bin/sh does not resolve to busybox")
-	}
 	spec := Spec{
 		Ref: WorkloadRef, Created: FixedEpoch, Cmd: []string{"sh"}, Env: []string{DefaultPath},
 		Layers: []Layer{{Tree: t, CreatedBy: "lvms-dev image build: busybox-static " + debs[0].Version}},

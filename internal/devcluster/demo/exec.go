@@ -43,20 +43,33 @@ func AgentExec(
 	if agent == nil {
 		return "", fmt.Errorf("no running node agent pod on %s (%d found)", node, len(pods.Items))
 	}
-	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(agent.Namespace).Name(agent.Name).
+	return PodExec(ctx, cfg, cs, agent, agent.Spec.Containers[0].Name,
+		"nsenter", "--target=1", "--mount", "--", "/bin/sh", "-c", script)
+}
+
+// PodExec runs command in container of pod through the pods/exec API (kubectl exec) and returns
+// stdout followed by stderr.
+func PodExec(
+	ctx context.Context,
+	cfg *rest.Config,
+	cs kubernetes.Interface,
+	pod *corev1.Pod,
+	container string,
+	command ...string,
+) (string, error) {
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).
 		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
-		Container: agent.Spec.Containers[0].Name, Stdout: true, Stderr: true,
-		Command: []string{"nsenter", "--target=1", "--mount", "--", "/bin/sh", "-c", script},
+		Container: container, Stdout: true, Stderr: true, Command: command,
 	}, scheme.ParameterCodec)
 	ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
 	if err != nil {
-		return "", fmt.Errorf("exec in %s: %w", agent.Name, err)
+		return "", fmt.Errorf("exec in %s: %w", pod.Name, err)
 	}
 	var stdout, stderr bytes.Buffer
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
 	out := stdout.String() + stderr.String()
 	if err != nil {
-		return out, fmt.Errorf("exec in %s on %s: %w", agent.Name, node, err)
+		return out, fmt.Errorf("exec in %s on %s: %w", pod.Name, pod.Spec.NodeName, err)
 	}
 	return out, nil
 }

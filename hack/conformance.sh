@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs Kubernetes' storage e2e suite (docs/conformance.md) against the product on a fresh 2-node dev
+# cluster: builds the suite and its images (hack/conformance-tools.sh, lvms-dev image conformance),
+# brings the cluster up with them, applies test/conformance/lvmcluster.yaml, runs the suite once per
+# driver definition of test/conformance (thin, thick) side by side, each in CONFORMANCE_PROCS ginkgo
+# processes, writes the JUnit reports under _output/conformance/, prints passed/failed/skipped per
+# suite and class (lvms-dev conformance-report) and tears the cluster down.
+#
+# Environment: CONFORMANCE_SUBSET=1 runs the curated subset of make test (CONFORMANCE_FOCUS below)
+# instead of every spec; CONFORMANCE_FOCUS / CONFORMANCE_SKIP override the ginkgo focus and skip;
+# CONFORMANCE_CLASSES (default "thin thick"); CONFORMANCE_PROCS (default 2); CONFORMANCE_KEEP=1 keeps
+# the cluster; CONFORMANCE_STATE_DIR is its state directory. The product images come from
+# _output/images (make images; make conformance builds them first).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+STATE="${CONFORMANCE_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms/conformance-cluster}"
+# Absolute: ginkgo runs the suite in the directory of its binary.
+OUT="${PWD}/_output/conformance"
+IMAGES="${PWD}/_output/conformance-images"
+CLASSES="${CONFORMANCE_CLASSES:-thin thick}"
+PROCS="${CONFORMANCE_PROCS:-2}"
+BIN="$(mktemp -d)"
+LVMS_DEV="${BIN}/lvms-dev"
+log() { echo "conformance: $*" >&2; }
+
+# [Disruptive] specs restart the kubelet over SSH with systemctl: the dev cluster's UML nodes have
+# neither (test/e2e's TestRestart* restart the node agent and the kubelet's volumes instead).
+SKIP="${CONFORMANCE_SKIP:-\[Disruptive\]}"
+if [[ "${CONFORMANCE_SUBSET:-}" == 1 ]]; then
+	# One spec or two of every suite, filesystem and block, that together finish in about 10 min.
+	FOCUS="${CONFORMANCE_FOCUS:-$(grep -v '^#' test/conformance/subset.txt | paste -sd '|')}"
+else
+	FOCUS="${CONFORMANCE_FOCUS:-External.Storage}"
+fi
+
+finish() {
+	local rc=$?
+	if [[ "${CONFORMANCE_KEEP:-}" == 1 ]]; then
+		log "cluster kept: export KUBECONFIG=${STATE}/kubeconfig; stop it with ${LVMS_DEV} down --state-dir ${STATE}"
+		exit "${rc}"
+	fi
+	"${LVMS_DEV}" down --state-dir "${STATE}" >&2 || true
+	if ! "${LVMS_DEV}" status --state-dir "${STATE}" --check-clean >&2; then
+		log "FAIL: something of the dev cluster is left after lvms-dev down"
+		rc=1
+	fi
+	rm -rf "${BIN}"
+	if [[ ${rc} -eq 0 ]]; then log PASS; else log "FAIL (reports: ${OUT}; cluster logs: ${STATE}/logs)"; fi
+	exit "${rc}"
+}
+
+tools="$(bash hack/conformance-tools.sh | tail -1)"
+go build -o "${LVMS_DEV}" ./cmd/lvms-dev
+refs() { "${tools}/e2e-storage.test" -list-images | grep -E "$1" | paste -sd, || true; }
+"${LVMS_DEV}" image conformance --out "${IMAGES}" --agnhost-binary "${tools}/agnhost" \
+	--busybox "$(refs '^registry\.k8s\.io/e2e-test-images/busybox:')" \
+	--agnhost "$(refs '^registry\.k8s\.io/e2e-test-images/agnhost:')" \
+	--pause "$(refs '^registry\.k8s\.io/pause:')" >&2
+
+trap finish EXIT
+"${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true
+"${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 3 --disk-size 8 --extra-images-dir "${IMAGES}" >&2
+export KUBECONFIG="${STATE}/kubeconfig"
+kubectl="$(bash hack/kube-assets.sh | tail -1)/kubectl"
+"${kubectl}" apply -f test/conformance/lvmcluster.yaml >&2
+"${kubectl}" -n lvms-system wait lvmcluster/conformance --for=jsonpath='{.status.state}'=Ready --timeout=10m >&2
+
+rm -rf "${OUT}"
+mkdir -p "${OUT}"
+start=${SECONDS}
+pids=()
+for class in ${CLASSES}; do
+	mkdir -p "${OUT}/${class}"
+	# ginkgo runs the precompiled suite in PROCS processes ([Serial] specs last, alone); the flags
+	# after -- are the framework's.
+	"${tools}/ginkgo" --procs="${PROCS}" --timeout=3h --focus="${FOCUS}" --skip="${SKIP}" \
+		--junit-report="${OUT}/${class}/junit.xml" --no-color \
+		"${tools}/e2e-storage.test" -- -kubeconfig="${KUBECONFIG}" \
+		-storage.testdriver="${PWD}/test/conformance/${class}.yaml" \
+		>"${OUT}/${class}/suite.log" 2>&1 &
+	pids+=($!)
+	log "class ${class}: ginkgo pid $!, log ${OUT}/${class}/suite.log"
+done
+rc=0
+for pid in "${pids[@]}"; do wait "${pid}" || rc=1; done
+log "suite ran in $((SECONDS - start)) s"
+reports=()
+for class in ${CLASSES}; do reports+=("--report" "${class}=${OUT}/${class}/junit.xml"); done
+"${LVMS_DEV}" conformance-report "${reports[@]}" | tee "${OUT}/summary.txt"
+exit "${rc}"

@@ -1,0 +1,191 @@
+package image
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// SuiteImages are the references of the images Kubernetes' storage e2e suite runs in its pods, as
+// its -list-images prints them (hack/conformance.sh passes them). Every reference of a kind gets
+// the same image under its own tag.
+type SuiteImages struct {
+	// Busybox are busybox references (registry.k8s.io/e2e-test-images/busybox:1.37.0-2).
+	Busybox []string
+	// Agnhost are agnhost references; AgnhostBinary is the agnhost program built from
+	// k8s.io/kubernetes/test/images/agnhost at the suite's version (hack/conformance-tools.sh).
+	Agnhost       []string
+	AgnhostBinary string
+	// Pause are pause references (registry.k8s.io/pause:3.10.2).
+	Pause []string
+}
+
+// Conformance builds the images of Kubernetes' storage e2e suite: busybox (Debian's static busybox
+// with a link for every applet it has), agnhost (its program on the same busybox tree, whose shell
+// its specs run, entrypoint /agnhost pause as upstream's) and pause (ours). The nodes import them
+// under the suite's references, so that no pod of the suite pulls.
+func (b *Builder) Conformance(ctx context.Context, s SuiteImages) ([]Result, error) {
+	if len(s.Busybox)+len(s.Agnhost)+len(s.Pause) == 0 {
+		return nil, errors.New("no image references of the suite")
+	}
+	box, debs, err := b.busyboxTree(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	sbom, err := SBOM{Image: "busybox", Version: debs[0].Version, Created: FixedEpoch, Debs: debs}.JSON()
+	if err != nil {
+		return nil, err
+	}
+	var out []Result
+	for _, ref := range s.Busybox {
+		spec := Spec{
+			Ref: ref, Created: FixedEpoch, Cmd: []string{"sh"}, Env: []string{DefaultPath},
+			Layers: []Layer{{Tree: box, CreatedBy: "lvms-dev image build: busybox-static " + debs[0].Version}},
+			Labels: map[string]string{LabelTitle: "busybox", LabelDescription: "busybox for the storage e2e suite"},
+		}
+		res, err := b.write(spec, archiveName(ref), sbom)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+	}
+	agn, err := b.agnhostImages(box, debs, s)
+	out = append(out, agn...)
+	if err != nil {
+		return out, err
+	}
+	for _, ref := range s.Pause {
+		bin, file, err := b.goBuild(ctx, "./internal/dev/image/pause", "-s -w")
+		if err != nil {
+			return out, err
+		}
+		res, err := b.staticImage(static{
+			ref: ref, name: "pause", source: "https://" + Module, file: file, bin: bin,
+			user: fmt.Sprintf("%d:%d", nonrootUID, nonrootUID), created: FixedEpoch, archive: archiveName(ref),
+		})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// agnhostImages writes the agnhost images: the busybox tree, /agnhost and its /agnhost-2 link.
+func (b *Builder) agnhostImages(box *Tree, debs []Deb, s SuiteImages) ([]Result, error) {
+	if len(s.Agnhost) == 0 {
+		return nil, nil
+	}
+	if s.AgnhostBinary == "" {
+		return nil, errors.New("agnhost references without an agnhost program")
+	}
+	bin, err := readGoBinary(s.AgnhostBinary)
+	if err != nil {
+		return nil, err
+	}
+	t := NewTree()
+	if err := t.AddFromDisk("agnhost", s.AgnhostBinary, 0o755); err != nil {
+		return nil, err
+	}
+	t.AddSymlink("agnhost-2", "agnhost")
+	t.AddDir("uploads", 0o755, 0, 0)
+	if err := CheckSharedLibs(t); err != nil {
+		return nil, fmt.Errorf("agnhost: %w", err)
+	}
+	var out []Result
+	for _, ref := range s.Agnhost {
+		bin.Path = "/agnhost"
+		sbom, err := SBOM{Image: ref, Version: tagOf(ref), Created: FixedEpoch, Debs: debs,
+			Binaries: []GoBinary{bin}}.JSON()
+		if err != nil {
+			return out, err
+		}
+		spec := Spec{
+			Ref: ref, Created: FixedEpoch, Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"},
+			Env: []string{DefaultPath},
+			Layers: []Layer{
+				{Tree: box, CreatedBy: "lvms-dev image build: busybox-static " + debs[0].Version},
+				{Tree: t, CreatedBy: "lvms-dev image build: /agnhost " + tagOf(ref)},
+			},
+			Labels: map[string]string{LabelTitle: "agnhost", LabelVersion: tagOf(ref),
+				LabelSource: "https://github.com/kubernetes/kubernetes/tree/master/test/images/agnhost"},
+		}
+		res, err := b.write(spec, archiveName(ref), sbom)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// archiveName names a reference's archive by its last path element and tag: "busybox_1.37.0-2".
+func archiveName(ref string) string {
+	name := path.Base(ref)
+	return strings.NewReplacer(":", "_", "@", "_").Replace(name)
+}
+
+// busyboxTree is Debian's static busybox with base files and links for busyboxApplets, or for
+// every applet the binary has (busybox --list, run on the build host) when all is set.
+func (b *Builder) busyboxTree(ctx context.Context, all bool) (*Tree, []Deb, error) {
+	debs, err := b.apt.Resolve(ctx, []string{"busybox-static"})
+	if err != nil {
+		return nil, nil, err
+	}
+	t := NewTree()
+	for _, d := range debs {
+		if err := UnpackDeb(ctx, t, d.File); err != nil {
+			return nil, nil, err
+		}
+	}
+	AddMergedUsrLinks(t)
+	baseFiles(t)
+	bb, ok := t.Resolve("bin/busybox")
+	if !ok || bb.Type != tar.TypeReg {
+		return nil, nil, errors.New("busybox-static has no /bin/busybox")
+	}
+	applets := busyboxApplets
+	if all {
+		if applets, err = b.listApplets(ctx, bb.Data); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, applet := range applets {
+		if _, exists := t.Resolve("usr/bin/" + applet); !exists {
+			t.AddSymlink("usr/bin/"+applet, "busybox")
+		}
+	}
+	if e, ok := t.Resolve("bin/sh"); !ok || e.Type != tar.TypeReg {
+		return nil, nil, errors.New("busybox image: /bin/sh does not resolve to busybox")
+	}
+	return t, debs, nil
+}
+
+// listApplets runs busybox --list on the build host (an amd64 Linux, as the images are).
+func (b *Builder) listApplets(ctx context.Context, busybox []byte) ([]string, error) {
+	file := filepath.Join(b.work, "busybox")
+	if err := os.WriteFile(file, busybox, 0o755); err != nil {
+		return nil, fmt.Errorf("write busybox: %w", err)
+	}
+	out, err := exec.CommandContext(ctx, file, "--list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("busybox --list: %w", err)
+	}
+	var applets []string
+	for _, a := range strings.Fields(string(out)) {
+		if a != "busybox" && !strings.ContainsAny(a, "/.") {
+			applets = append(applets, a)
+		}
+	}
+	if len(applets) < len(busyboxApplets) {
+		return nil, fmt.Errorf("busybox --list names %d applets, fewer than the workload image's %d",
+			len(applets), len(busyboxApplets))
+	}
+	return applets, nil
+}
