@@ -53,10 +53,18 @@ finish() {
 tools="$(bash hack/conformance-tools.sh | tail -1)"
 go build -o "${LVMS_DEV}" ./cmd/lvms-dev
 refs() { "${tools}/e2e-storage.test" -list-images | grep -E "$1" | paste -sd, || true; }
+# Images of Debian packages for the specs that need GNU tools or run a script in nginx's image.
+debian=()
+for ref in $(refs '^registry\.k8s\.io/e2e-test-images/glibc-dns-testing:' | tr , ' '); do
+	debian+=(--debian "${ref}=bash,coreutils,dash,grep,sed,findutils")
+done
+for ref in $(refs '^registry\.k8s\.io/e2e-test-images/nginx:' | tr , ' '); do
+	debian+=(--debian "${ref}=nginx-light")
+done
 "${LVMS_DEV}" image conformance --out "${IMAGES}" --agnhost-binary "${tools}/agnhost" \
 	--busybox "$(refs '^registry\.k8s\.io/e2e-test-images/busybox:')" \
 	--agnhost "$(refs '^registry\.k8s\.io/e2e-test-images/agnhost:')" \
-	--pause "$(refs '^registry\.k8s\.io/pause:')" >&2
+	--pause "$(refs '^registry\.k8s\.io/pause:')" "${debian[@]}" >&2
 
 trap finish EXIT
 "${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true

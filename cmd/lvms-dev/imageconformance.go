@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,7 @@ import (
 func newImageConformanceCommand() *cobra.Command {
 	var s image.SuiteImages
 	var out, debCache string
+	var debian []string
 	cmd := &cobra.Command{
 		Use:   "conformance",
 		Short: "Build the busybox, agnhost and pause images of Kubernetes' storage e2e suite (docs/conformance.md)",
@@ -31,6 +33,13 @@ func newImageConformanceCommand() *cobra.Command {
 				return err
 			}
 			defer b.Close()
+			for _, d := range debian {
+				ref, pkgs, ok := strings.Cut(d, "=")
+				if !ok || ref == "" || pkgs == "" {
+					return fmt.Errorf("--debian %q: want REF=PACKAGE,PACKAGE", d)
+				}
+				s.Debian = append(s.Debian, image.DebianImage{Ref: ref, Packages: strings.Split(pkgs, ",")})
+			}
 			results, err := b.Conformance(cmd.Context(), s)
 			for _, r := range results {
 				fmt.Printf("image %s digest %s size %s MiB (compressed)\n", r.Ref, r.Digest, image.MiB(r.Size))
@@ -50,5 +59,7 @@ func newImageConformanceCommand() *cobra.Command {
 	fl.StringSliceVar(&s.Agnhost, "agnhost", nil, "agnhost references the suite runs")
 	fl.StringVar(&s.AgnhostBinary, "agnhost-binary", "", "the agnhost program (hack/conformance-tools.sh)")
 	fl.StringSliceVar(&s.Pause, "pause", nil, "pause references the suite runs")
+	fl.StringArrayVar(&debian, "debian", nil,
+		"REF=PACKAGE,PACKAGE: an image of Debian packages (and busybox for what they lack) the suite runs")
 	return cmd
 }

@@ -235,7 +235,7 @@ func (b *Builder) Pause(ctx context.Context) (Result, error) {
 // Workload builds lvms.local/workload:dev: Debian's static busybox and its applet links, for
 // demo and e2e pods. It runs as root so that it can write to freshly formatted volumes.
 func (b *Builder) Workload(ctx context.Context) (Result, error) {
-	t, debs, err := b.busyboxTree(ctx, false)
+	t, debs, err := b.busyboxTree(ctx, nil, false)
 	if err != nil {
 		return Result{}, err
 	}

@@ -24,6 +24,17 @@ type SuiteImages struct {
 	AgnhostBinary string
 	// Pause are pause references (registry.k8s.io/pause:3.10.2).
 	Pause []string
+	// Debian are images of Debian packages, for the specs that need GNU tools: multiVolume's
+	// glibc-dns-testing (GNU dd's iflag=direct, which busybox lacks) and the nginx image that
+	// volumes' exec spec runs a script in.
+	Debian []DebianImage
+}
+
+// DebianImage is an image of Debian packages with their dependencies, and busybox's applets for
+// the commands they lack.
+type DebianImage struct {
+	Ref      string
+	Packages []string
 }
 
 // Conformance builds the images of Kubernetes' storage e2e suite: busybox (Debian's static busybox
@@ -31,10 +42,10 @@ type SuiteImages struct {
 // its specs run, entrypoint /agnhost pause as upstream's) and pause (ours). The nodes import them
 // under the suite's references, so that no pod of the suite pulls.
 func (b *Builder) Conformance(ctx context.Context, s SuiteImages) ([]Result, error) {
-	if len(s.Busybox)+len(s.Agnhost)+len(s.Pause) == 0 {
+	if len(s.Busybox)+len(s.Agnhost)+len(s.Pause)+len(s.Debian) == 0 {
 		return nil, errors.New("no image references of the suite")
 	}
-	box, debs, err := b.busyboxTree(ctx, true)
+	box, debs, err := b.busyboxTree(ctx, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +70,13 @@ func (b *Builder) Conformance(ctx context.Context, s SuiteImages) ([]Result, err
 	out = append(out, agn...)
 	if err != nil {
 		return out, err
+	}
+	for _, d := range s.Debian {
+		res, err := b.debianImage(ctx, d)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
 	}
 	for _, ref := range s.Pause {
 		bin, file, err := b.goBuild(ctx, "./internal/dev/image/pause", "-s -w")
@@ -131,10 +149,36 @@ func archiveName(ref string) string {
 	return strings.NewReplacer(":", "_", "@", "_").Replace(name)
 }
 
-// busyboxTree is Debian's static busybox with base files and links for busyboxApplets, or for
-// every applet the binary has (busybox --list, run on the build host) when all is set.
-func (b *Builder) busyboxTree(ctx context.Context, all bool) (*Tree, []Deb, error) {
-	debs, err := b.apt.Resolve(ctx, []string{"busybox-static"})
+// debianImage writes the image of d's packages, busybox and its applets.
+func (b *Builder) debianImage(ctx context.Context, d DebianImage) (Result, error) {
+	t, debs, err := b.busyboxTree(ctx, d.Packages, true)
+	if err != nil {
+		return Result{}, err
+	}
+	// tc's optional qdisc plugins (iproute2 comes with nginx): tc dlopens them, and q_atm's
+	// library is only recommended.
+	t.RemoveAll("usr/lib/x86_64-linux-gnu/tc")
+	if err := CheckSharedLibs(t); err != nil {
+		return Result{}, fmt.Errorf("image %s: %w", d.Ref, err)
+	}
+	sbom, err := SBOM{Image: d.Ref, Version: tagOf(d.Ref), Created: FixedEpoch, Debs: debs}.JSON()
+	if err != nil {
+		return Result{}, err
+	}
+	spec := Spec{
+		Ref: d.Ref, Created: FixedEpoch, Cmd: []string{"sh"}, Env: []string{DefaultPath},
+		Layers: []Layer{{Tree: t, CreatedBy: "lvms-dev image build: " + debNames(debs)}},
+		Labels: map[string]string{LabelTitle: path.Base(d.Ref), LabelDescription: "Debian " +
+			strings.Join(d.Packages, ", ") + " for the storage e2e suite"},
+	}
+	return b.write(spec, archiveName(d.Ref), sbom)
+}
+
+// busyboxTree is Debian's static busybox and the packages with their dependencies, with base files
+// and links for busyboxApplets, or for every applet the binary has (busybox --list, run on the build
+// host) when all is set, where the packages have no command of that name.
+func (b *Builder) busyboxTree(ctx context.Context, packages []string, all bool) (*Tree, []Deb, error) {
+	debs, err := b.apt.Resolve(ctx, append([]string{"busybox-static"}, packages...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +190,7 @@ func (b *Builder) busyboxTree(ctx context.Context, all bool) (*Tree, []Deb, erro
 	}
 	AddMergedUsrLinks(t)
 	baseFiles(t)
-	bb, ok := t.Resolve("bin/busybox")
+	bb, ok := t.Resolve("usr/bin/busybox")
 	if !ok || bb.Type != tar.TypeReg {
 		return nil, nil, errors.New("busybox-static has no /bin/busybox")
 	}
@@ -157,7 +201,7 @@ func (b *Builder) busyboxTree(ctx context.Context, all bool) (*Tree, []Deb, erro
 		}
 	}
 	for _, applet := range applets {
-		if _, exists := t.Resolve("usr/bin/" + applet); !exists {
+		if !hasCommand(t, applet) {
 			t.AddSymlink("usr/bin/"+applet, "busybox")
 		}
 	}
