@@ -127,10 +127,11 @@ e2e: ## End-to-end suite on a fresh 2-node dev cluster (lvms-dev up), torn down 
 	bash hack/e2e.sh
 
 .PHONY: chaos
-chaos: ## Chaos test on a fresh dev cluster: seeded SIGKILLs of operator, node agents, kube-apiserver and etcd while claims are provisioned, expanded, snapshotted, restored and deleted; prints the schedule and the invariant table (CHAOS_SEED, CHAOS_FAULTS=8, CHAOS_CLAIMS=8).
+chaos: ## Chaos test on a fresh dev cluster: seeded SIGKILLs of operator, node agents, kube-apiserver and etcd while claims are provisioned, expanded, snapshotted, restored and deleted; prints the schedule and the invariant table (CHAOS_SEED=new, CHAOS_FAULTS=8, CHAOS_CLAIMS=8; make e2e runs it with a fixed seed, 4 and 4).
 	$(MAKE) images
 	bash hack/uml-deps.sh
-	E2E_TAGS="e2e chaos" E2E_RUN='^TestChaos$$' E2E_PARALLEL="$$(( $${CHAOS_CLAIMS:-8} + 1 ))" E2E_TIMEOUT=60m bash hack/e2e.sh
+	CHAOS_SEED="$${CHAOS_SEED:-$$(date +%s)}" CHAOS_FAULTS="$${CHAOS_FAULTS:-8}" CHAOS_CLAIMS="$${CHAOS_CLAIMS:-8}" \
+		E2E_RUN='^TestChaos$$' E2E_PARALLEL="$${CHAOS_CLAIMS:-8}" E2E_TIMEOUT=60m bash hack/e2e.sh
 
 .PHONY: conformance
 conformance: ## Kubernetes' storage e2e suite, every applicable spec, per device class on a fresh dev cluster; summary per suite and class, JUnit under _output/conformance (docs/conformance.md).

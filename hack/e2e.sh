@@ -8,8 +8,7 @@
 # is the cluster's state directory; E2E_TIMEOUT (default 50m) bounds go test; E2E_RUN is passed as
 # -run; E2E_PARALLEL (default 2: the nodes are single-CPU guests on a 2-core host, and more flows at once only
 # time out) is how many of TestVolumeFlows' flows run at once; E2E_KEEP=1
-# leaves the cluster up and prints how to reach it; E2E_TAGS (default e2e) are the build tags (make
-# chaos adds chaos for test/e2e/chaos_test.go). The nodes import the images in _output/images
+# leaves the cluster up and prints how to reach it. The nodes import the images in _output/images
 # (make images; make e2e builds them first). Fails when go test fails or when anything of the
 # cluster (process, guest, mount, listener) is left after lvms-dev down.
 set -euo pipefail
@@ -39,7 +38,7 @@ finish() {
 
 go build -o "${LVMS_DEV}" ./cmd/lvms-dev
 go build -o "${BIN}/kubectl-lvms" ./cmd/kubectl-lvms
-go test -tags "${E2E_TAGS:-e2e}" -c -o "${BIN}/e2e.test" ./test/e2e/
+go test -tags e2e -c -o "${BIN}/e2e.test" ./test/e2e/
 trap finish EXIT
 # The suite needs a fresh cluster: stop one an interrupted or kept (E2E_KEEP=1) run left here.
 "${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true
