@@ -56,6 +56,8 @@ func newFixture(t *testing.T, fsType string) *fixture {
 	} else {
 		f.exec.On(exectest.OK("DEVNAME="+dev+"\nUUID=1234\nTYPE="+fsType+"\nUSAGE=filesystem\n"),
 			"blkid", "-p", "-o", "export", dev)
+		// Publishing a volume that carries a filesystem grows it to the device (a no-op here).
+		f.exec.On(exectest.OK(""), "resize2fs", dev)
 	}
 	srv, err := New(Options{
 		NodeName: nodeName, Volumes: fakeVolumes{volID: dev}, Mounter: f.mounter, Exec: f.exec, KubeletDir: f.dir,

@@ -19,7 +19,8 @@ import (
 )
 
 // NodePublishVolume mounts the volume at the target path: a filesystem volume is formatted when blank
-// and mounted on a directory; a block volume's device node is bind-mounted on a file. A target that is
+// and mounted on a directory, and a filesystem it already carried is grown to the device (a restore
+// or clone into a larger claim); a block volume's device node is bind-mounted on a file. A target that is
 // already mounted is left as it is. An encrypted volume publishes its dm-crypt mapping, which
 // NodeStageVolume opened (FailedPrecondition when it is not open).
 func (s *Server) NodePublishVolume(
@@ -95,6 +96,16 @@ func (s *Server) publishFilesystem(
 	}
 	if err := s.mounter.Mount(dev, target, fsType, opts); err != nil {
 		return fmt.Errorf("mount %s on %s: %w", dev, target, err)
+	}
+	if !formatted && !readonly {
+		// A filesystem made earlier can be smaller than its LV: a snapshot or clone restored into a
+		// larger claim carries its origin's filesystem. Growing to the device is a no-op otherwise.
+		if err := s.resizeFilesystem(ctx, dev, target); err != nil {
+			if uerr := s.mounter.Unmount(target); uerr != nil {
+				return fmt.Errorf("%w (and unmount %s: %w)", err, target, uerr)
+			}
+			return err
+		}
 	}
 	ctrl.LoggerFrom(ctx).Info("Mounted volume", "device", dev, "target", target, "fsType", fsType,
 		"formatted", formatted, "options", opts)

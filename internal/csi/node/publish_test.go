@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -19,7 +20,7 @@ func TestNodePublishFilesystem(t *testing.T) {
 		existing string // filesystem blkid finds; "" = blank
 		cap      *csi.VolumeCapability
 		readonly bool
-		wantMkfs string   // command line of the expected mkfs, "" = none
+		wantCmd  string   // command line of the expected mkfs or filesystem grow, "" = none
 		wantFS   string   // mounted filesystem
 		wantOpts []string // mount options
 	}{
@@ -27,32 +28,34 @@ func TestNodePublishFilesystem(t *testing.T) {
 		{"default is ext4", "", mountCap(""), false, "mkfs.ext4 " + dev, "ext4", nil},
 		{"blank xfs mounts nouuid", "", mountCap("xfs"), false, "mkfs.xfs " + dev, "xfs", []string{"nouuid"}},
 		{"blank btrfs", "", mountCap("btrfs"), false, "mkfs.btrfs " + dev, "btrfs", nil},
-		{"formatted xfs is not reformatted", "xfs", mountCap("xfs"), false, "", "xfs", []string{"nouuid"}},
-		{"formatted ext4 read-only with flags", "ext4", mountCap("ext4", "noatime"), true, "", "ext4",
-			[]string{"noatime", "ro"}},
+		// A restore into a larger claim carries its origin's smaller filesystem: it grows to the LV.
+		{"formatted xfs is grown, not reformatted", "xfs", mountCap("xfs"), false, "xfs_growfs <target>", "xfs",
+			[]string{"nouuid"}},
+		{"formatted ext4 is grown", "ext4", mountCap("ext4"), false, "resize2fs " + dev, "ext4", nil},
+		{"formatted ext4 read-only with flags is left as it is", "ext4", mountCap("ext4", "noatime"), true, "",
+			"ext4", []string{"noatime", "ro"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.existing)
-			f.exec.On(exectest.OK(""), "mkfs.ext4", dev).On(exectest.OK(""), "mkfs.xfs", dev).
-				On(exectest.OK(""), "mkfs.btrfs", dev)
 			target := f.target("fs")
+			f.exec.On(exectest.OK(""), "mkfs.ext4", dev).On(exectest.OK(""), "mkfs.xfs", dev).
+				On(exectest.OK(""), "mkfs.btrfs", dev).On(exectest.OK(""), "resize2fs", dev).
+				On(exectest.OK(""), "xfs_growfs", target)
+			want := strings.ReplaceAll(tt.wantCmd, "<target>", target)
 			for range 2 { // the repeat finds the target mounted and does nothing
 				if _, err := f.srv.NodePublishVolume(t.Context(), publishReq(target, tt.cap, tt.readonly)); err != nil {
 					t.Fatalf("NodePublishVolume: %v", err)
 				}
 			}
-			var mkfs []string
+			var cmds []string
 			for _, l := range f.exec.Lines() {
 				if !probeLine(l) {
-					mkfs = append(mkfs, l)
+					cmds = append(cmds, l)
 				}
 			}
-			if want := []string{
-				tt.wantMkfs,
-			}; tt.wantMkfs == "" && len(mkfs) > 0 ||
-				tt.wantMkfs != "" && !slices.Equal(mkfs, want) {
-				t.Errorf("commands %q, want mkfs %q once", mkfs, tt.wantMkfs)
+			if want == "" && len(cmds) > 0 || want != "" && !slices.Equal(cmds, []string{want}) {
+				t.Errorf("commands %q, want %q once", cmds, want)
 			}
 			mps, _ := f.mounter.List()
 			if len(mps) != 1 {
