@@ -30,7 +30,6 @@ func TestNodePublishBtrfsCopyGetsItsOwnFSID(t *testing.T) {
 			f.srv.btrfsSysDir = btrfsSysDir(t, tt.mountedFrom)
 			f.exec.On(exectest.OK(""), "btrfstune", "-m", dev)
 			target := f.target("copy")
-			f.exec.On(exectest.OK(""), "btrfs", "filesystem", "resize", "max", target)
 			if _, err := f.srv.NodePublishVolume(
 				t.Context(),
 				publishReq(target, mountCap("btrfs"), false),

@@ -97,9 +97,11 @@ func (s *Server) publishFilesystem(
 	if err := s.mounter.Mount(dev, target, fsType, opts); err != nil {
 		return fmt.Errorf("mount %s on %s: %w", dev, target, err)
 	}
-	if !formatted && !readonly {
+	if !formatted && !readonly && fsType != lvmcsi.FSBtrfs {
 		// A filesystem made earlier can be smaller than its LV: a snapshot or clone restored into a
-		// larger claim carries its origin's filesystem. Growing to the device is a no-op otherwise.
+		// larger claim carries its origin's filesystem. Growing to the device is a no-op otherwise
+		// for resize2fs and xfs_growfs; btrfs refuses any resize of a filesystem under 256 MiB
+		// (EINVAL, measured in the guest), so it is left to NodeExpandVolume.
 		if err := s.resizeFilesystem(ctx, dev, target); err != nil {
 			if uerr := s.mounter.Unmount(target); uerr != nil {
 				return fmt.Errorf("%w (and unmount %s: %w)", err, target, uerr)

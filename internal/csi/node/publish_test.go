@@ -32,6 +32,8 @@ func TestNodePublishFilesystem(t *testing.T) {
 		{"formatted xfs is grown, not reformatted", "xfs", mountCap("xfs"), false, "xfs_growfs <target>", "xfs",
 			[]string{"nouuid"}},
 		{"formatted ext4 is grown", "ext4", mountCap("ext4"), false, "resize2fs " + dev, "ext4", nil},
+		// btrfs refuses any resize under 256 MiB: a volume it already carries is mounted as it is.
+		{"formatted btrfs is not grown", "btrfs", mountCap("btrfs"), false, "", "btrfs", nil},
 		{"formatted ext4 read-only with flags is left as it is", "ext4", mountCap("ext4", "noatime"), true, "",
 			"ext4", []string{"noatime", "ro"}},
 	}
