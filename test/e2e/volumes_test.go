@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/demo"
@@ -255,7 +254,7 @@ func testSnapshotRestore(t *testing.T) {
 // is readyToUse; it returns the VolumeSnapshot.
 func (e *env) snapshot(name, class, claim string) *unstructured.Unstructured {
 	e.t.Helper()
-	snap := newSnapshot(e.ns, name, class, claim)
+	snap := demo.NewSnapshot(e.ns, name, class, claim)
 	if err := e.c.Create(e.ctx(), snap); err != nil {
 		e.t.Fatal(err)
 	}
@@ -267,21 +266,6 @@ func (e *env) snapshot(name, class, claim string) *unstructured.Unstructured {
 		st, _, _ := unstructured.NestedMap(snap.Object, "status")
 		return ready, fmt.Sprint(st), nil
 	})
-	return snap
-}
-
-// newSnapshot is VolumeSnapshot name in namespace ns of the claim, in VolumeSnapshotClass class.
-func newSnapshot(ns, name, class, claim string) *unstructured.Unstructured {
-	snap := &unstructured.Unstructured{}
-	snap.SetGroupVersionKind(
-		schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"},
-	)
-	snap.SetNamespace(ns)
-	snap.SetName(name)
-	snap.Object["spec"] = map[string]any{
-		"volumeSnapshotClassName": class,
-		"source":                  map[string]any{"persistentVolumeClaimName": claim},
-	}
 	return snap
 }
 

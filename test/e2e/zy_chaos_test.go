@@ -328,10 +328,10 @@ func (ch *chaos) run(e *env, i int, op string) {
 	case opSnapshot:
 		snap := res.name + "-snap"
 		e.apply("VolumeSnapshot "+snap, func(ctx context.Context) error {
-			return e.c.Create(ctx, newSnapshot(e.ns, snap, thinClass, res.name))
+			return e.c.Create(ctx, demo.NewSnapshot(e.ns, snap, thinClass, res.name))
 		})
 		e.eventually("VolumeSnapshot "+snap+" readyToUse", func(ctx context.Context) (bool, string, error) {
-			s := newSnapshot(e.ns, snap, thinClass, res.name)
+			s := demo.NewSnapshot(e.ns, snap, thinClass, res.name)
 			if err := e.c.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
 				return false, "", err
 			}
@@ -500,7 +500,7 @@ func (ch *chaos) deleteAll(t *testing.T) {
 	e := ch.e
 	ctx := e.ctx()
 	_ = e.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns), client.GracePeriodSeconds(0))
-	snaps := newSnapshot(e.ns, "", thinClass, "")
+	snaps := demo.NewSnapshot(e.ns, "", thinClass, "")
 	_ = e.c.DeleteAllOf(ctx, snaps, client.InNamespace(e.ns))
 	_ = e.c.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(e.ns))
 	e.eventually("every claim and snapshot of the test gone", func(ctx context.Context) (bool, string, error) {

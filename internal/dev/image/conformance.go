@@ -78,11 +78,14 @@ func (b *Builder) Conformance(ctx context.Context, s SuiteImages) ([]Result, err
 		}
 		out = append(out, res)
 	}
+	if len(s.Pause) == 0 {
+		return out, nil
+	}
+	bin, file, err := b.goBuild(ctx, "./internal/dev/image/pause", "-s -w")
+	if err != nil {
+		return out, err
+	}
 	for _, ref := range s.Pause {
-		bin, file, err := b.goBuild(ctx, "./internal/dev/image/pause", "-s -w")
-		if err != nil {
-			return out, err
-		}
 		res, err := b.staticImage(static{
 			ref: ref, name: "pause", source: "https://" + Module, file: file, bin: bin,
 			user: fmt.Sprintf("%d:%d", nonrootUID, nonrootUID), created: FixedEpoch, archive: archiveName(ref),

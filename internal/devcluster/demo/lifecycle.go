@@ -98,7 +98,7 @@ func LastDFSize(out string) (int64, bool) {
 
 // snapshot takes a VolumeSnapshot of the claim and waits until it is ready.
 func (d *demo) snapshot(ctx context.Context) error {
-	if err := d.k.c.Create(ctx, newSnapshot(d.k.ns, snapshotName, claimName)); err != nil {
+	if err := d.k.c.Create(ctx, NewSnapshot(d.k.ns, snapshotName, storageClass, claimName)); err != nil {
 		return fmt.Errorf("create VolumeSnapshot %s: %w", snapshotName, err)
 	}
 	fmt.Fprintf(d.out, "created VolumeSnapshot %s of PVC %s (class %s)\n", snapshotName, claimName, storageClass)

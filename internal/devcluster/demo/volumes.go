@@ -114,13 +114,15 @@ func (k *kube) waitOutput(ctx context.Context, pod string, want string) (string,
 	return tail, err
 }
 
-func newSnapshot(ns, name, claim string) *unstructured.Unstructured {
+// NewSnapshot is VolumeSnapshot name in namespace ns of the claim, in VolumeSnapshotClass class
+// (the demo's and the e2e suite's).
+func NewSnapshot(ns, name, class, claim string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(snapshotGVK)
 	u.SetNamespace(ns)
 	u.SetName(name)
 	u.Object["spec"] = map[string]any{
-		"volumeSnapshotClassName": storageClass,
+		"volumeSnapshotClassName": class,
 		"source":                  map[string]any{"persistentVolumeClaimName": claim},
 	}
 	return u
@@ -161,7 +163,7 @@ func (d *demo) deleteDemoObjects(ctx context.Context) error {
 	if err := d.k.deletePods(ctx, podName, clonePodName); err != nil {
 		return err
 	}
-	snap := newSnapshot(d.k.ns, snapshotName, claimName)
+	snap := NewSnapshot(d.k.ns, snapshotName, storageClass, claimName)
 	objs := []client.Object{
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: cloneName, Namespace: d.k.ns}},
 		snap,
