@@ -133,6 +133,12 @@ chaos: ## Chaos test on a fresh dev cluster: seeded SIGKILLs of operator, node a
 	CHAOS_SEED="$${CHAOS_SEED:-$$(date +%s)}" CHAOS_FAULTS="$${CHAOS_FAULTS:-8}" CHAOS_CLAIMS="$${CHAOS_CLAIMS:-8}" \
 		E2E_RUN='^TestChaos$$' E2E_PARALLEL="$${CHAOS_CLAIMS:-8}" E2E_TIMEOUT=60m bash hack/e2e.sh
 
+.PHONY: upgrade
+upgrade: ## Upgrade test: the release of test/e2e/testdata/upgrade-from installed by helm and by kustomize, claims of every kind, upgraded in place to this tree on a fresh dev cluster (docs/upgrade.md).
+	$(MAKE) images
+	bash hack/uml-deps.sh
+	bash hack/upgrade.sh
+
 .PHONY: conformance
 conformance: ## Kubernetes' storage e2e suite, every applicable spec, per device class on a fresh dev cluster; summary per suite and class, JUnit under _output/conformance (docs/conformance.md).
 	$(MAKE) images

@@ -5,16 +5,16 @@
 # The tools phase runs first. Then two lanes run side by side, because the e2e mostly waits (its
 # cluster keeps the two cores about 45 % busy, docs/e2e.md): lane "e2e" (images, a 2-node cluster
 # and the suite; then the storage conformance subset on a fresh cluster, docs/conformance.md) and
-# lane "host" (test-unit, fuzz, test-lvm, sanity, check-dist, test-rules, verify;
-# verify last, as it regenerates dist/, the chart and the bundle in place, which check-dist and
-# test-rules read). The host lane prints as it runs; the e2e lane writes to a log that is printed
-# when it ends. A failing phase stops its own lane; the other lane still runs to its end, so one run reports
+# lane "host" (test-unit, fuzz, test-lvm, sanity, check-dist, test-rules, verify, upgrade;
+# verify after check-dist and test-rules, as it regenerates dist/, the chart and the bundle in place,
+# which they read; upgrade last, on a dev cluster of its own, while the e2e lane runs its subset).
+# The host lane prints as it runs; the e2e lane writes to a log that is printed when it ends. A failing phase stops its own lane; the other lane still runs to its end, so one run reports
 # both. TEST_LANES=1 runs the phases one after another in the order below, as before 2026-11-27.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MAKE="${MAKE:-make}"
-HOST_LANE=(test-unit fuzz test-lvm sanity check-dist test-rules verify)
+HOST_LANE=(test-unit fuzz test-lvm sanity check-dist test-rules verify upgrade)
 E2E_LANE=(e2e conformance-subset)
 WORK="$(mktemp -d)"
 START=${SECONDS}
@@ -39,7 +39,7 @@ lane() {
 
 rc=0
 if [[ "${TEST_LANES:-2}" == 1 ]]; then
-	lane all tools test-unit fuzz test-lvm sanity e2e conformance-subset check-dist test-rules verify || rc=1
+	lane all tools test-unit fuzz test-lvm sanity e2e conformance-subset check-dist test-rules verify upgrade || rc=1
 else
 	lane tools tools || rc=1
 	if [[ ${rc} -eq 0 ]]; then

@@ -13,14 +13,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/demo"
 )
 
@@ -431,11 +431,7 @@ func (e *env) deleteClaim(name string) {
 // is left, and prints the table.
 func (ch *chaos) verify(t *testing.T, plan chaosPlan) {
 	e := ch.e
-	type row struct {
-		invariant string
-		want, got int
-	}
-	var rows []row
+	var rows []invariant
 	count := func(f func(claimResult) bool) int {
 		n := 0
 		for _, r := range ch.results {
@@ -446,7 +442,7 @@ func (ch *chaos) verify(t *testing.T, plan chaosPlan) {
 		return n
 	}
 	for _, op := range []string{opProvision, opExpand, opSnapshot, opDelete} {
-		rows = append(rows, row{
+		rows = append(rows, invariant{
 			"claims that " + op + ": done, data read back",
 			count(func(r claimResult) bool { return r.op == op }),
 			count(func(r claimResult) bool { return r.op == op && r.ok }),
@@ -469,95 +465,12 @@ func (ch *chaos) verify(t *testing.T, plan chaosPlan) {
 			running++
 		}
 	}
-	rows = append(rows, row{"claims kept: Bound after the faults", wanted, bound},
-		row{"claims kept: pod Running on its data", wanted, running})
+	rows = append(rows, invariant{"claims kept: Bound after the faults", wanted, bound},
+		invariant{"claims kept: pod Running on its data", wanted, running})
 
 	// Delete everything of the test and wait for the driver to clean up.
-	ch.deleteAll(t)
-	lvs, pvs, onNodes := ch.leftovers(t)
-	rows = append(rows, row{"after deleting everything: LogicalVolumes left", 0, lvs},
-		row{"after deleting everything: PVs of topolvm.io left", 0, pvs},
-		row{"after deleting everything: LVs of volumes left on the nodes", 0, onNodes})
-
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "INVARIANT (seed %d, %d faults)\tWANT\tGOT\tOK\n", plan.seed, len(plan.faults))
-	failed := false
-	for _, r := range rows {
-		ok := r.want == r.got
-		failed = failed || !ok
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\n", r.invariant, r.want, r.got, ok)
-	}
-	_ = tw.Flush()
-	t.Logf("invariants:\n%s", b.String())
-	if failed {
+	rows = append(rows, e.deleteAndCount(slices.Collect(maps.Keys(ch.killers)))...)
+	if !logInvariants(t, fmt.Sprintf("seed %d, %d faults", plan.seed, len(plan.faults)), rows) {
 		t.Errorf("an invariant does not hold (table above; CHAOS_SEED=%d repeats the run)", plan.seed)
 	}
-}
-
-// deleteAll deletes the test's pods, snapshots and claims.
-func (ch *chaos) deleteAll(t *testing.T) {
-	e := ch.e
-	ctx := e.ctx()
-	_ = e.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns), client.GracePeriodSeconds(0))
-	snaps := demo.NewSnapshot(e.ns, "", thinClass, "")
-	_ = e.c.DeleteAllOf(ctx, snaps, client.InNamespace(e.ns))
-	_ = e.c.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(e.ns))
-	e.eventually("every claim and snapshot of the test gone", func(ctx context.Context) (bool, string, error) {
-		var pvcs corev1.PersistentVolumeClaimList
-		if err := e.c.List(ctx, &pvcs, client.InNamespace(e.ns)); err != nil {
-			return false, "", err
-		}
-		return len(pvcs.Items) == 0, fmt.Sprintf("%d claims", len(pvcs.Items)), nil
-	})
-	t.Log("deleted every pod, snapshot and claim of the test")
-}
-
-// leftovers waits up to chaosTimeout for the driver to remove every LogicalVolume and PV, then
-// counts what is left, and the LVs of volumes (not thin pools) on every node.
-func (ch *chaos) leftovers(t *testing.T) (lvs, pvs, onNodes int) {
-	e := ch.e
-	count := func(ctx context.Context) (int, int, error) {
-		var lvList topolvmv1.LogicalVolumeList
-		if err := e.c.List(ctx, &lvList); err != nil {
-			return 0, 0, err
-		}
-		var pvList corev1.PersistentVolumeList
-		if err := e.c.List(ctx, &pvList); err != nil {
-			return 0, 0, err
-		}
-		n := 0
-		for _, pv := range pvList.Items {
-			if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == "topolvm.io" {
-				n++
-			}
-		}
-		return len(lvList.Items), n, nil
-	}
-	ctx, cancel := context.WithTimeout(e.ctx(), chaosTimeout)
-	defer cancel()
-	for {
-		l, p, err := count(ctx)
-		if err == nil {
-			lvs, pvs = l, p
-			if l == 0 && p == 0 {
-				break
-			}
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		time.Sleep(2 * time.Second)
-	}
-	for node := range ch.killers {
-		for line := range strings.SplitSeq(e.lvs(node), "\n") {
-			f := strings.Fields(line)
-			// Thin pools (attr t...) and their hidden parts are the device classes', not volumes.
-			if len(f) == 4 && !strings.HasPrefix(f[3], "t") && !strings.HasPrefix(f[0], "[") {
-				t.Logf("LV left on %s: %s", node, line)
-				onNodes++
-			}
-		}
-	}
-	return lvs, pvs, onNodes
 }
