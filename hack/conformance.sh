@@ -6,9 +6,9 @@
 # processes, writes the JUnit reports under _output/conformance/, prints passed/failed/skipped per
 # suite and class (lvms-dev conformance-report) and tears the cluster down.
 #
-# Environment: CONFORMANCE_SUBSET=1 runs the curated subset of make test (CONFORMANCE_FOCUS below)
+# Environment: CONFORMANCE_SUBSET=1 runs the curated subset of make test (test/conformance/subset.txt)
 # instead of every spec; CONFORMANCE_FOCUS / CONFORMANCE_SKIP override the ginkgo focus and skip;
-# CONFORMANCE_CLASSES (default "thin thick"); CONFORMANCE_PROCS (default 2); CONFORMANCE_KEEP=1 keeps
+# CONFORMANCE_CLASSES (default "thin thick"); CONFORMANCE_PROCS (default 2, the subset 3); CONFORMANCE_KEEP=1 keeps
 # the cluster; CONFORMANCE_STATE_DIR is its state directory. The product images come from
 # _output/images (make images; make conformance builds them first).
 set -euo pipefail
@@ -20,6 +20,7 @@ OUT="${PWD}/_output/conformance"
 IMAGES="${PWD}/_output/conformance-images"
 CLASSES="${CONFORMANCE_CLASSES:-thin thick}"
 PROCS="${CONFORMANCE_PROCS:-2}"
+[[ "${CONFORMANCE_SUBSET:-}" == 1 ]] && PROCS="${CONFORMANCE_PROCS:-3}"
 BIN="$(mktemp -d)"
 LVMS_DEV="${BIN}/lvms-dev"
 log() { echo "conformance: $*" >&2; }
@@ -27,27 +28,24 @@ log() { echo "conformance: $*" >&2; }
 # [Disruptive] specs restart the kubelet over SSH with systemctl: the dev cluster's UML nodes have
 # neither (test/e2e's TestRestart* restart the node agent and the kubelet's volumes instead).
 SKIP="${CONFORMANCE_SKIP:-\[Disruptive\]}"
-if [[ "${CONFORMANCE_SUBSET:-}" == 1 ]]; then
-	# One spec or two of every suite, filesystem and block, that together finish in about 10 min.
-	FOCUS="${CONFORMANCE_FOCUS:-$(grep -v '^#' test/conformance/subset.txt | paste -sd '|')}"
-else
-	FOCUS="${CONFORMANCE_FOCUS:-External.Storage}"
-fi
+# focus prints the ginkgo focus of a class: CONFORMANCE_FOCUS, or with CONFORMANCE_SUBSET=1 the
+# expressions test/conformance/subset.txt lists for the class, or every spec of the external driver.
+focus() {
+	if [[ -n "${CONFORMANCE_FOCUS:-}" ]]; then
+		echo "${CONFORMANCE_FOCUS}"
+	elif [[ "${CONFORMANCE_SUBSET:-}" == 1 ]]; then
+		awk -v class="$1" '!/^#/ && NF { n = split($1, c, ","); for (i = 1; i <= n; i++) if (c[i] == class) { sub(/^[^ ]+ /, ""); print } }' \
+			test/conformance/subset.txt | paste -sd '|'
+	else
+		echo External.Storage
+	fi
+}
 
+# shellcheck source=hack/lib/devcluster.sh
+source hack/lib/devcluster.sh
 finish() {
-	local rc=$?
-	if [[ "${CONFORMANCE_KEEP:-}" == 1 ]]; then
-		log "cluster kept: export KUBECONFIG=${STATE}/kubeconfig; stop it with ${LVMS_DEV} down --state-dir ${STATE}"
-		exit "${rc}"
-	fi
-	"${LVMS_DEV}" down --state-dir "${STATE}" >&2 || true
-	if ! "${LVMS_DEV}" status --state-dir "${STATE}" --check-clean >&2; then
-		log "FAIL: something of the dev cluster is left after lvms-dev down"
-		rc=1
-	fi
-	rm -rf "${BIN}"
-	if [[ ${rc} -eq 0 ]]; then log PASS; else log "FAIL (reports: ${OUT}; cluster logs: ${STATE}/logs)"; fi
-	exit "${rc}"
+	devcluster_finish $? "${CONFORMANCE_KEEP:-}" "${LVMS_DEV}" "${STATE}" "${BIN}" \
+		"reports: ${OUT}; cluster logs: ${STATE}/logs"
 }
 
 tools="$(bash hack/conformance-tools.sh | tail -1)"
@@ -82,7 +80,9 @@ for class in ${CLASSES}; do
 	mkdir -p "${OUT}/${class}"
 	# ginkgo runs the precompiled suite in PROCS processes ([Serial] specs last, alone); the flags
 	# after -- are the framework's.
-	"${tools}/ginkgo" --procs="${PROCS}" --timeout=3h --focus="${FOCUS}" --skip="${SKIP}" \
+	focus="$(focus "${class}")"
+	[[ -n "${focus}" ]] || { log "FAIL: no spec for class ${class} in test/conformance/subset.txt"; exit 1; }
+	"${tools}/ginkgo" --procs="${PROCS}" --timeout=3h --focus="${focus}" --skip="${SKIP}" \
 		--junit-report="${OUT}/${class}/junit.xml" --no-color \
 		"${tools}/e2e-storage.test" -- -kubeconfig="${KUBECONFIG}" \
 		-storage.testdriver="${PWD}/test/conformance/${class}.yaml" \

@@ -19,22 +19,10 @@ BIN="$(mktemp -d)"
 LVMS_DEV="${BIN}/lvms-dev"
 log() { echo "e2e: $*" >&2; }
 
+# shellcheck source=hack/lib/devcluster.sh
+source hack/lib/devcluster.sh
 # finish tears the cluster down (unless E2E_KEEP=1) and turns anything left of it into a failure.
-finish() {
-	local rc=$?
-	if [[ "${E2E_KEEP:-}" == 1 ]]; then
-		log "cluster kept: export KUBECONFIG=${STATE}/kubeconfig; stop it with ${LVMS_DEV} down --state-dir ${STATE}"
-		exit "${rc}"
-	fi
-	"${LVMS_DEV}" down --state-dir "${STATE}" >&2 || true
-	if ! "${LVMS_DEV}" status --state-dir "${STATE}" --check-clean >&2; then
-		log "FAIL: something of the dev cluster is left after lvms-dev down"
-		rc=1
-	fi
-	rm -rf "${BIN}"
-	if [[ ${rc} -eq 0 ]]; then log PASS; else log "FAIL (logs: ${STATE}/logs)"; fi
-	exit "${rc}"
-}
+finish() { devcluster_finish $? "${E2E_KEEP:-}" "${LVMS_DEV}" "${STATE}" "${BIN}" "logs: ${STATE}/logs"; }
 
 go build -o "${LVMS_DEV}" ./cmd/lvms-dev
 go build -o "${BIN}/kubectl-lvms" ./cmd/kubectl-lvms

@@ -47,21 +47,9 @@ if [[ ! -s "${OLD_IMAGES}/lvms.digest" ]]; then
 fi
 log "from ${commit} ($(cat "${OLD_IMAGES}/lvms.digest")) to $(git rev-parse HEAD) ($(cat _output/images/lvms.digest))"
 
-finish() {
-	local rc=$?
-	if [[ "${UPGRADE_KEEP:-}" == 1 ]]; then
-		log "cluster kept: export KUBECONFIG=${STATE}/kubeconfig; stop it with ${LVMS_DEV} down --state-dir ${STATE}"
-		exit "${rc}"
-	fi
-	"${LVMS_DEV}" down --state-dir "${STATE}" >&2 || true
-	if ! "${LVMS_DEV}" status --state-dir "${STATE}" --check-clean >&2; then
-		log "FAIL: something of the dev cluster is left after lvms-dev down"
-		rc=1
-	fi
-	rm -rf "${BIN}"
-	if [[ ${rc} -eq 0 ]]; then log PASS; else log "FAIL (logs: ${STATE}/logs)"; fi
-	exit "${rc}"
-}
+# shellcheck source=hack/lib/devcluster.sh
+source hack/lib/devcluster.sh
+finish() { devcluster_finish $? "${UPGRADE_KEEP:-}" "${LVMS_DEV}" "${STATE}" "${BIN}" "logs: ${STATE}/logs"; }
 
 go build -o "${LVMS_DEV}" ./cmd/lvms-dev
 go test -tags e2e -c -o "${BIN}/e2e.test" ./test/e2e/

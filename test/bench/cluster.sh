@@ -49,21 +49,13 @@ save_logs() {
 	done
 }
 
+# shellcheck source=hack/lib/devcluster.sh
+source hack/lib/devcluster.sh
 finish() {
 	local rc=$?
 	save_logs || true
-	if [[ "${BENCH_KEEP:-}" == 1 ]]; then
-		log "cluster kept: export KUBECONFIG=${STATE}/kubeconfig; stop it with ${BIN}/lvms-dev down --state-dir ${STATE}"
-		exit "${rc}"
-	fi
-	"${BIN}/lvms-dev" down --state-dir "${STATE}" >&2 || true
-	if ! "${BIN}/lvms-dev" status --state-dir "${STATE}" --check-clean >&2; then
-		log "FAIL: something of the dev cluster is left after lvms-dev down"
-		rc=1
-	fi
-	rm -rf "${BIN}"
-	if [[ ${rc} -eq 0 ]]; then log "results in ${OUT}"; else log "FAIL (logs: ${STATE}/logs, results: ${OUT})"; fi
-	exit "${rc}"
+	devcluster_finish "${rc}" "${BENCH_KEEP:-}" "${BIN}/lvms-dev" "${STATE}" "${BIN}" \
+		"logs: ${STATE}/logs, results: ${OUT}" "results in ${OUT}"
 }
 
 go build -o "${BIN}/lvms-dev" ./cmd/lvms-dev

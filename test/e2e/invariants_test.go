@@ -46,10 +46,16 @@ func logInvariants(t *testing.T, title string, rows []invariant) bool {
 // PVs of topolvm.io and the LVs of volumes (not thin pools) on the nodes.
 func (e *env) deleteAndCount(nodes []string) []invariant {
 	e.t.Helper()
-	ctx := e.ctx()
-	_ = e.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns), client.GracePeriodSeconds(0))
-	_ = e.c.DeleteAllOf(ctx, demo.NewSnapshot(e.ns, "", thinClass, ""), client.InNamespace(e.ns))
-	_ = e.c.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(e.ns))
+	// Retried: right after a chaos fault the API server may still be away.
+	e.apply("delete the test's pods", func(ctx context.Context) error {
+		return e.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns), client.GracePeriodSeconds(0))
+	})
+	e.apply("delete the test's snapshots", func(ctx context.Context) error {
+		return e.c.DeleteAllOf(ctx, demo.NewSnapshot(e.ns, "", thinClass, ""), client.InNamespace(e.ns))
+	})
+	e.apply("delete the test's claims", func(ctx context.Context) error {
+		return e.c.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(e.ns))
+	})
 	e.eventually("every claim and snapshot of the test gone", func(ctx context.Context) (bool, string, error) {
 		var pvcs corev1.PersistentVolumeClaimList
 		if err := e.c.List(ctx, &pvcs, client.InNamespace(e.ns)); err != nil {

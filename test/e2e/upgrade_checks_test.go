@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,10 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/demo"
 )
+
+// nodePolicyName is the operator's ValidatingAdmissionPolicy (and binding) that keeps each node agent
+// to its own node.
+const nodePolicyName = "lvms-node-agent-own-node"
 
 // waitRollout waits until every pod of the product runs the image digest and is Ready, with no
 // pod of another digest left (terminating ones included): the operator, and a node agent on every
@@ -237,4 +242,27 @@ func safeField(f []string, i int) string {
 		return f[i]
 	}
 	return ""
+}
+
+// policyInPlace is the row of the operator's own-node admission policy and its binding: an upgrade
+// must not leave the node agents unbounded (an older chart or overlay that carried them itself
+// deletes or replaces them). It gives the operator 30 s to put them back.
+func (e *env) policyInPlace() invariant {
+	e.t.Helper()
+	row := invariant{what: "admission policy " + nodePolicyName + " and its binding in place", want: 2}
+	ctx, cancel := context.WithTimeout(e.ctx(), 30*time.Second)
+	defer cancel()
+	for {
+		row.got = 0
+		for _, obj := range []client.Object{&admissionregistrationv1.ValidatingAdmissionPolicy{},
+			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}} {
+			if e.c.Get(ctx, client.ObjectKey{Name: nodePolicyName}, obj) == nil && obj.GetDeletionTimestamp() == nil {
+				row.got++
+			}
+		}
+		if row.got == row.want || ctx.Err() != nil {
+			return row
+		}
+		time.Sleep(2 * time.Second)
+	}
 }

@@ -127,7 +127,7 @@ func (u *upgrade) run(t *testing.T, path string, last bool) {
 	e.waitForReady()
 	t.Logf("upgraded in place (%s) in %s", path, time.Since(start).Round(time.Second))
 
-	rows := []invariant{e.samePods(before)}
+	rows := []invariant{e.samePods(before), e.policyInPlace()}
 	rows = append(rows, e.dataReadsBack())
 	rows = append(rows, e.afterUpgrade()...)
 	rows = append(rows, e.deleteAndCount(nodes)...)

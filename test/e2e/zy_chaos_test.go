@@ -448,6 +448,10 @@ func (ch *chaos) verify(t *testing.T, plan chaosPlan) {
 			count(func(r claimResult) bool { return r.op == op && r.ok }),
 		})
 	}
+	// The last fault may have been moments ago: the API server answers again first.
+	e.eventually("the API server answers after the faults", func(ctx context.Context) (bool, string, error) {
+		return true, "", e.c.List(ctx, &corev1.PersistentVolumeClaimList{}, client.InNamespace(e.ns))
+	})
 	bound, running := 0, 0
 	wanted := count(func(r claimResult) bool { return r.op != opDelete })
 	for _, r := range ch.results {
