@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"time"
@@ -230,7 +231,16 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	cacheOpts := namespacedCache(f.namespace, &appsv1.DaemonSet{}, &appsv1.Deployment{})
+	policyServed, err := lvmcluster.NodeAgentPolicyServed(cfg)
+	if err != nil {
+		return err
+	}
+	if policyServed {
+		maps.Copy(cacheOpts.ByObject, lvmcluster.NodeAgentPolicyCache())
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metrics,
 		HealthProbeBindAddress: f.probeAddr,
@@ -244,7 +254,7 @@ func runOperator(cmd *cobra.Command, f operatorFlags) error {
 		WebhookServer: webhook.NewServer(
 			webhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.servingCertDir()},
 		),
-		Cache: namespacedCache(f.namespace, &appsv1.DaemonSet{}, &appsv1.Deployment{}),
+		Cache: cacheOpts,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

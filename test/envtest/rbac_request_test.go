@@ -166,11 +166,17 @@ func (p *impersonator) request(ctx context.Context, c privilegeCase) error {
 	if sub != "" {
 		path = append(path, sub)
 	}
+	// A list or watch of one name (a rule with resourceNames) is authorized by that name when it
+	// selects it with the metadata.name field selector, as an informer of that one object does.
+	get := p.raw.Get().AbsPath(path...)
+	if c.name != "" && (c.verb == "list" || c.verb == "watch") {
+		get = get.Param("fieldSelector", "metadata.name="+c.name)
+	}
 	switch c.verb {
 	case "get", "list":
-		return p.raw.Get().AbsPath(path...).Do(ctx).Error()
+		return get.Do(ctx).Error()
 	case "watch":
-		s, err := p.raw.Get().AbsPath(path...).Param("watch", "true").Param("timeoutSeconds", "1").Stream(ctx)
+		s, err := get.Param("watch", "true").Param("timeoutSeconds", "1").Stream(ctx)
 		if err == nil {
 			_ = s.Close()
 		}

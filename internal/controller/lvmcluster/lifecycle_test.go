@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -300,6 +301,51 @@ func testDrift(t *testing.T) {
 		}
 		return nil
 	})
+	testPolicyDrift(t)
+}
+
+// testPolicyDrift deletes the node agent policy and its binding, as `helm upgrade` from a chart
+// that carried them does: the operator writes them again (policywatch.go), not at its next reconcile.
+func testPolicyDrift(t *testing.T) {
+	ctx := context.Background()
+	// The repairs above reconcile for a while; a reconcile then would write the policy again
+	// without the watch. Wait until the LVMCluster has not changed for 3 s.
+	var last string
+	quietSince := time.Now()
+	eventually(t, "the LVMCluster quiet for 3 s", func(ctx context.Context) error {
+		var c lvmv1alpha1.LVMCluster
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "my-lvmcluster"}, &c); err != nil {
+			return err
+		}
+		if c.ResourceVersion != last {
+			last, quietSince = c.ResourceVersion, time.Now()
+		}
+		if time.Since(quietSince) < 3*time.Second {
+			return errors.New("changed in the last 3 s")
+		}
+		return nil
+	})
+	for _, obj := range []client.Object{
+		&admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{},
+	} {
+		key := client.ObjectKey{Name: lvmcluster.NodeAgentPolicyName}
+		if err := k8s.Get(ctx, key, obj); err != nil {
+			t.Fatal(err)
+		}
+		old := obj.GetUID()
+		if err := k8s.Delete(ctx, obj); err != nil {
+			t.Fatalf("delete %T: %v", obj, err)
+		}
+		eventually(t, fmt.Sprintf("%T written again", obj), func(ctx context.Context) error {
+			if err := k8s.Get(ctx, key, obj); err != nil {
+				return err
+			}
+			if obj.GetUID() == old {
+				return errors.New("still the deleted one")
+			}
+			return nil
+		})
+	}
 }
 
 func testSecondRejected(t *testing.T) {
