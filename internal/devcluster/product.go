@@ -175,7 +175,7 @@ func (c *cluster) waitWebhookCA(ctx context.Context) error {
 				last = err.Error()
 				return false, nil
 			}
-			missing := webhooksWithoutCA(validating.Items, mutating.Items)
+			missing := WebhooksWithoutCA(validating.Items, mutating.Items)
 			last = "no CA bundle yet: " + strings.Join(missing, ", ")
 			return len(missing) == 0, nil
 		},
@@ -186,9 +186,9 @@ func (c *cluster) waitWebhookCA(ctx context.Context) error {
 	return nil
 }
 
-// webhooksWithoutCA names the validating and mutating webhooks that call a Service in the product's
+// WebhooksWithoutCA names the validating and mutating webhooks that call a Service in the product's
 // namespace and have no CA bundle yet.
-func webhooksWithoutCA(validating []admissionregistrationv1.ValidatingWebhookConfiguration,
+func WebhooksWithoutCA(validating []admissionregistrationv1.ValidatingWebhookConfiguration,
 	mutating []admissionregistrationv1.MutatingWebhookConfiguration) []string {
 	var missing []string
 	check := func(cfg, name string, cc admissionregistrationv1.WebhookClientConfig) {

@@ -111,7 +111,7 @@ func TestWebhooksWithoutCA(t *testing.T) {
 	}
 	mutating[0].Name = "lvms-m"
 	want := []string{"lvms/a", "lvms-m/m"}
-	if got := webhooksWithoutCA(cfgs, mutating); !slices.Equal(got, want) {
-		t.Errorf("webhooksWithoutCA = %v, want %v", got, want)
+	if got := WebhooksWithoutCA(cfgs, mutating); !slices.Equal(got, want) {
+		t.Errorf("WebhooksWithoutCA = %v, want %v", got, want)
 	}
 }

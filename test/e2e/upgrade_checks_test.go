@@ -16,6 +16,7 @@ import (
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+	"github.com/lvm-operator/lvm-operator/internal/devcluster"
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/demo"
 )
 
@@ -79,22 +80,7 @@ func (u *upgrade) waitRollout(e *env, digest string) {
 		if err := e.c.List(ctx, &m); err != nil {
 			return false, "", err
 		}
-		var missing []string
-		check := func(name string, cc admissionregistrationv1.WebhookClientConfig) {
-			if cc.Service != nil && cc.Service.Namespace == operatorNS && len(cc.CABundle) == 0 {
-				missing = append(missing, name)
-			}
-		}
-		for _, cfg := range v.Items {
-			for _, w := range cfg.Webhooks {
-				check(w.Name, w.ClientConfig)
-			}
-		}
-		for _, cfg := range m.Items {
-			for _, w := range cfg.Webhooks {
-				check(w.Name, w.ClientConfig)
-			}
-		}
+		missing := devcluster.WebhooksWithoutCA(v.Items, m.Items)
 		return len(missing) == 0, "no CA bundle: " + strings.Join(missing, ", "), nil
 	})
 }
