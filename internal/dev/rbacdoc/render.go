@@ -66,7 +66,9 @@ from a token the kubelet projects for a pod, Kubernetes 1.30 and later; a token 
 none), and a write to an LVMVolumeGroup may only add or remove the agent's own cleanup finalizer and
 wiped marker, never change its spec, labels, owners, status or another node's finalizer or marker.
 A compromised node agent can therefore not move another node's capacity annotations or volumes, nor
-make other nodes wipe disks. On an API server without ValidatingAdmissionPolicy v1 (before 1.30) the
+make other nodes wipe disks. The operator watches the policy and its binding (list and watch of that
+one name) and writes them again at once when they are deleted or changed, as ` + "`helm upgrade`" + ` from
+a chart that carried them deletes them. On an API server without ValidatingAdmissionPolicy v1 (before 1.30) the
 LVMCluster's condition ` + "`NodeAgentPolicy`" + ` is False with reason ` + "`PolicyUnsupported`" + `, and a warning event
 says so. Beside the policy, the CRDs make ` + "`status.volumeID`" + ` of a LogicalVolume write-once and the wipe
 opt-in of an LVMVolumeGroup immutable, for every writer.
