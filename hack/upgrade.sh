@@ -31,19 +31,23 @@ CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/lvms/upgrade/${commit}"
 OLD="${CACHE}/src"
 OLD_IMAGES="${CACHE}/images"
 
-# The previous release's tree and image, built once per commit.
+# The previous release's tree and image, built once per commit. The tree is the commit's files
+# (git archive: a shallow clone has the commit after the fetch above, but no clone of it would);
+# its image builder needs a git work tree and the commit time, not the history.
 if [[ ! -f "${OLD}/.upgrade-from-ready" ]]; then
 	rm -rf "${OLD}"
-	mkdir -p "${CACHE}"
-	git clone --quiet --shared --no-checkout "${PWD}" "${OLD}" >&2
-	git -C "${OLD}" -c advice.detachedHead=false checkout --quiet "${commit}" >&2
+	mkdir -p "${OLD}"
+	git archive "${commit}" | tar -x -C "${OLD}"
+	git -C "${OLD}" init --quiet
 	touch "${OLD}/.upgrade-from-ready"
 fi
 if [[ ! -s "${OLD_IMAGES}/lvms.digest" ]]; then
 	log "building the image of ${commit} with its own image builder"
-	(cd "${OLD}" && go run ./cmd/lvms-dev image build --only lvms --out "${OLD_IMAGES}" \
-		--lvms-ref ghcr.io/lvm-operator/lvms:upgrade-from \
-		--version "$(git describe --tags --always)" --commit "${commit}") >&2
+	version="$(git describe --tags --always "${commit}")"
+	epoch="$(git log -1 --format=%ct "${commit}")"
+	(cd "${OLD}" && GOFLAGS=-buildvcs=false SOURCE_DATE_EPOCH="${epoch}" go run ./cmd/lvms-dev image build \
+		--only lvms --out "${OLD_IMAGES}" --lvms-ref ghcr.io/lvm-operator/lvms:upgrade-from \
+		--version "${version}" --commit "${commit}") >&2
 fi
 log "from ${commit} ($(cat "${OLD_IMAGES}/lvms.digest")) to $(git rev-parse HEAD) ($(cat _output/images/lvms.digest))"
 
