@@ -21,8 +21,8 @@ import (
 
 // SetupWithManager registers the controller and its watches: the LVMCluster, its owned operands
 // (drift repair), cluster-scoped operands by name (a StorageClass replaced by someone else carries
-// none of our labels; the node agent policy, policywatch.go), node reports, node changes that alter which nodes are selected, and PVCs on
-// our classes (which unblock deletion).
+// none of our labels; the node agent policy, policywatch.go), node reports, node changes that
+// alter which nodes are selected, and PVCs on our classes (which unblock deletion).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toAll := handler.EnqueueRequestsFromMapFunc(r.allClusters)
 	b, err := watchNodeAgentPolicy(ctrl.NewControllerManagedBy(mgr), mgr.GetRESTMapper(), toAll)
