@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/lvm-operator/lvm-operator/internal/dev/kustomize"
+	"github.com/lvm-operator/lvm-operator/internal/operator"
 	"github.com/lvm-operator/lvm-operator/internal/scheduler"
 )
 
@@ -66,14 +67,14 @@ func findObject(t *testing.T, objs []*unstructured.Unstructured, kind, name stri
 func TestSchedulerExtenderComponent(t *testing.T) {
 	objs := buildWithSchedulerExtender(t)
 
-	var operator appsv1.Deployment
-	findObject(t, objs, "Deployment", "lvms-operator", &operator)
-	op := operator.Spec.Template.Spec.Containers[0]
-	if !slices.Contains(op.Args, "--"+podMutatingWebhookFlag) {
-		t.Errorf("operator args %v lack --%s", op.Args, podMutatingWebhookFlag)
+	var opd appsv1.Deployment
+	findObject(t, objs, "Deployment", "lvms-operator", &opd)
+	op := opd.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(op.Args, "--"+operator.PodMutatingWebhookFlag) {
+		t.Errorf("operator args %v lack --%s", op.Args, operator.PodMutatingWebhookFlag)
 	}
-	if newOperatorCommand().Flags().Lookup(podMutatingWebhookFlag) == nil {
-		t.Errorf("lvms operator has no flag --%s", podMutatingWebhookFlag)
+	if newOperatorCommand().Flags().Lookup(operator.PodMutatingWebhookFlag) == nil {
+		t.Errorf("lvms operator has no flag --%s", operator.PodMutatingWebhookFlag)
 	}
 
 	var ds appsv1.DaemonSet

@@ -158,11 +158,7 @@ func nodeAgentPolicyBinding(
 // ValidatingAdmissionPolicy v1 (before Kubernetes 1.30) cannot bound the agents: the condition
 // and a warning event say so, and the agents run bounded by RBAC alone.
 func applyNodeAgentPolicy(ctx context.Context, s *scope) error {
-	ok, err := s.served(ValidatingAdmissionPolicyGVK)
-	if err != nil {
-		return err
-	}
-	if !ok {
+	if !s.opts.NodeAgentPolicy {
 		msg := "the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy " +
 			"(Kubernetes 1.30 and later): each node agent can write every node's Nodes, LogicalVolumes and " +
 			"LVMVolumeGroups; upgrade the cluster to bound each agent to its own node"

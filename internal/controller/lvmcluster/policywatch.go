@@ -5,7 +5,6 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -59,21 +58,10 @@ func NodeAgentPolicyCache() map[client.Object]cache.ByObject {
 	}
 }
 
-// watchNodeAgentPolicy adds watches of the policy and its binding to b when the API server serves
-// them (mapper: the manager's).
-func watchNodeAgentPolicy(
-	b *builder.Builder,
-	mapper meta.RESTMapper,
-	toAll handler.EventHandler,
-) (*builder.Builder, error) {
-	_, err := mapper.RESTMapping(ValidatingAdmissionPolicyGVK.GroupKind(), ValidatingAdmissionPolicyGVK.Version)
-	if meta.IsNoMatchError(err) {
-		return b, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("discover %s: %w", ValidatingAdmissionPolicyGVK, err)
-	}
+// watchNodeAgentPolicy adds watches of the policy and its binding to b (when the API server serves
+// them: Options.NodeAgentPolicy).
+func watchNodeAgentPolicy(b *builder.Builder, toAll handler.EventHandler) *builder.Builder {
 	ours := builder.WithPredicates(named(func(n string) bool { return n == NodeAgentPolicyName }))
 	return b.Watches(&admissionv1.ValidatingAdmissionPolicy{}, toAll, ours).
-		Watches(&admissionv1.ValidatingAdmissionPolicyBinding{}, toAll, ours), nil
+		Watches(&admissionv1.ValidatingAdmissionPolicyBinding{}, toAll, ours)
 }

@@ -47,6 +47,11 @@ type Options struct {
 	// LogLevel is the node agents' --zap-log-level ("": their default, info), the operator's own
 	// when it is set.
 	LogLevel string
+	// NodeAgentPolicy: the API server serves ValidatingAdmissionPolicy v1 (NodeAgentPolicyServed)
+	// and the manager's cache holds the policy and its binding (NodeAgentPolicyCache). The
+	// controller then writes and watches them; without it the condition NodeAgentPolicy is False
+	// (PolicyUnsupported). Found out once, at start: the cache is set up before the manager exists.
+	NodeAgentPolicy bool
 }
 
 // Reconciler reconciles LVMClusters.

@@ -25,9 +25,9 @@ import (
 // alter which nodes are selected, and PVCs on our classes (which unblock deletion).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toAll := handler.EnqueueRequestsFromMapFunc(r.allClusters)
-	b, err := watchNodeAgentPolicy(ctrl.NewControllerManagedBy(mgr), mgr.GetRESTMapper(), toAll)
-	if err != nil {
-		return err
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.opts.NodeAgentPolicy {
+		b = watchNodeAgentPolicy(b, toAll)
 	}
 	return b.
 		Named("lvmcluster").

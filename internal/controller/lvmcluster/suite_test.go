@@ -116,6 +116,7 @@ func startManager(
 	}
 	r := lvmcluster.New(mgr.GetClient(), mgr.GetEventRecorder("lvms-operator"), lvmcluster.Options{
 		Namespace: operatorNamespace, NodeImage: "example.com/lvms:test", ImagePullPolicy: corev1.PullIfNotPresent,
+		NodeAgentPolicy: true,
 	})
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setup controller: %w", err)

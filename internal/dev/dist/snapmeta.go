@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+	"github.com/lvm-operator/lvm-operator/internal/operator"
 )
 
 // snapshotMetadataComponent is the snapshot metadata service (config/components/snapshot-metadata
@@ -23,13 +24,13 @@ func snapshotMetadataComponent(dir string) Component {
 	}
 }
 
-// The operator's switches of the snapshot metadata service (cmd/lvms): the flag the component adds,
-// and the variable that overrides its sidecar's image (RELATED_IMAGE_ marks, by OLM's convention,
-// a variable that names an image the operator runs).
+// The operator's switches of the snapshot metadata service (internal/operator): the flag the
+// component adds, and the variable that overrides its sidecar's image (RELATED_IMAGE_ marks, by
+// OLM's convention, a variable that names an image the operator runs).
 const (
-	snapshotMetadataFlag     = "--snapshot-metadata"
+	snapshotMetadataFlag     = "--" + operator.SnapshotMetadataFlag
 	relatedImagePrefix       = "RELATED_IMAGE_"
-	snapshotMetadataImageEnv = relatedImagePrefix + "SNAPSHOT_METADATA"
+	snapshotMetadataImageEnv = operator.SnapshotMetadataSidecarImageEnv
 )
 
 // snapshotMetadataSidecarImage is the external-snapshot-metadata sidecar the operator runs in the

@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=namespaces,resourceNames=kube-system,verbs=get
 
-// clusterID returns the identity of the cluster: the UID of its kube-system namespace, which lives
+// ClusterID returns the identity of the cluster: the UID of its kube-system namespace, which lives
 // as long as the cluster does. The node agents tag every VG and LV with it.
-func clusterID(ctx context.Context, r client.Reader) (string, error) {
+func ClusterID(ctx context.Context, r client.Reader) (string, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, ns); err != nil {
 		return "", fmt.Errorf("read namespace %s for the cluster identity: %w", metav1.NamespaceSystem, err)

@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"context"
@@ -33,9 +33,9 @@ func TestOwnImage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ownImage(context.Background(), c, "lvms-system", tt.pod)
+			got, err := OwnImage(context.Background(), c, "lvms-system", tt.pod)
 			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Fatalf("ownImage() = %q, %v; want %q, error %v", got, err, tt.want, tt.wantErr)
+				t.Fatalf("OwnImage() = %q, %v; want %q, error %v", got, err, tt.want, tt.wantErr)
 			}
 			if tt.pod != "gone" && err != nil && !errors.Is(err, errNoNodeImage) {
 				t.Fatalf("error %v does not say how to set the image", err)

@@ -1,6 +1,6 @@
 //go:build !guest
 
-package main
+package operator
 
 import (
 	"context"
@@ -32,10 +32,7 @@ import (
 func TestSnapshotMetadataSetup(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	cfg := startAPIServer(t)
-	scheme, err := operatorScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +58,8 @@ func TestSnapshotMetadataSetup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := operatorFlags{namespace: ns, webhookSelfCertDir: t.TempDir(), snapshotMetadata: true}
-	if err := setupSnapshotMetadata(ctx, mgr, f); err != nil {
+	o := Options{Namespace: ns, WebhookSelfCertDir: t.TempDir(), SnapshotMetadata: true}
+	if err := setupSnapshotMetadata(ctx, mgr, o); err != nil {
 		t.Fatal(err)
 	}
 	mctx, cancel := context.WithCancel(ctx)

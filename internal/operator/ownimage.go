@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// The operator reads its own Pod to learn the image the node agent runs.
+// +kubebuilder:rbac:groups="",namespace=lvms-system,resources=pods,verbs=get
+
 // operatorContainer is the name of the operator's container in its Deployment.
 const operatorContainer = "operator"
 
@@ -17,10 +20,10 @@ const operatorContainer = "operator"
 var errNoNodeImage = errors.New("the node agent's image is unknown: set --node-image (or LVMS_NODE_IMAGE), " +
 	"or run the operator in a pod with POD_NAME set and a container named " + operatorContainer)
 
-// ownImage returns the image of the operator's own container: the node agent DaemonSet runs the
+// OwnImage returns the image of the operator's own container: the node agent DaemonSet runs the
 // same image, so an install that pins the operator image (by digest, a kustomize `images:` entry,
 // Helm values) pins the node agent too.
-func ownImage(ctx context.Context, r client.Reader, namespace, podName string) (string, error) {
+func OwnImage(ctx context.Context, r client.Reader, namespace, podName string) (string, error) {
 	if podName == "" {
 		return "", errNoNodeImage
 	}

@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"testing"
@@ -11,11 +11,11 @@ import (
 
 func TestClusterID(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "5e1f-77"}}
-	got, err := clusterID(t.Context(), fake.NewClientBuilder().WithObjects(ns).Build())
+	got, err := ClusterID(t.Context(), fake.NewClientBuilder().WithObjects(ns).Build())
 	if err != nil || got != "5e1f-77" {
 		t.Errorf("clusterID = %q, %v", got, err)
 	}
-	_, err = clusterID(t.Context(), fake.NewClientBuilder().Build())
+	_, err = ClusterID(t.Context(), fake.NewClientBuilder().Build())
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("clusterID without kube-system = %v, want NotFound", err)
 	}

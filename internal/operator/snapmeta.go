@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"context"
@@ -21,16 +21,6 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/snapmeta"
 )
 
-// snapshotMetadataFlag turns on changed block tracking (config/components/snapshot-metadata adds it
-// with the sidecar's ServiceAccount, RBAC and Service); snapshotMetadataEnv is its default, which
-// an OLM Subscription's spec.config.env sets. snapshotMetadataSidecarImageEnv overrides the
-// sidecar's image (RELATED_IMAGE_ is OLM's convention for images a bundle lists).
-const (
-	snapshotMetadataFlag            = "snapshot-metadata"
-	snapshotMetadataEnv             = "LVMS_SNAPSHOT_METADATA"
-	snapshotMetadataSidecarImageEnv = "RELATED_IMAGE_SNAPSHOT_METADATA"
-)
-
 // snapshotMetadataService is the name of the external-snapshot-metadata sidecar's Service, in the
 // operator namespace; the SnapshotMetadataService object points backup clients at it.
 const snapshotMetadataService = lvmcluster.SnapshotMetadataName
@@ -45,8 +35,8 @@ var snapshotMetadataGVK = schema.GroupVersionKind{
 // kept in its Secret (the node agents' serving certificate, the proxy's client certificate, the
 // sidecar's serving certificate), and keeps the SnapshotMetadataService object current with the
 // sidecar's CA.
-func setupSnapshotMetadata(ctx context.Context, mgr ctrl.Manager, f operatorFlags) error {
-	svcDNS := fmt.Sprintf("%s.%s.svc", snapshotMetadataService, f.namespace)
+func setupSnapshotMetadata(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	svcDNS := fmt.Sprintf("%s.%s.svc", snapshotMetadataService, o.Namespace)
 	for _, c := range []struct {
 		secret, dns string
 		extra       []string
@@ -55,14 +45,14 @@ func setupSnapshotMetadata(ctx context.Context, mgr ctrl.Manager, f operatorFlag
 		{lvmcluster.SnapshotMetadataNodeCert, snapmeta.ServerName, nil, x509.ExtKeyUsageServerAuth},
 		{lvmcluster.SnapshotMetadataClientCert, "lvms-snapshot-metadata-client", nil, x509.ExtKeyUsageClientAuth},
 		{lvmcluster.SnapshotMetadataServerCert, svcDNS,
-			[]string{snapshotMetadataService + "." + f.namespace, snapshotMetadataService}, x509.ExtKeyUsageServerAuth},
+			[]string{snapshotMetadataService + "." + o.Namespace, snapshotMetadataService}, x509.ExtKeyUsageServerAuth},
 	} {
-		key := types.NamespacedName{Namespace: f.namespace, Name: c.secret}
+		key := types.NamespacedName{Namespace: o.Namespace, Name: c.secret}
 		if err := ensureSecret(ctx, mgr.GetClient(), key); err != nil {
 			return err
 		}
 		// The rotator waits for its certificate file; only the certificate is copied, no key.
-		dir := filepath.Join(f.webhookSelfCertDir, c.secret)
+		dir := filepath.Join(o.WebhookSelfCertDir, c.secret)
 		if err := mgr.Add(certFiles{reader: mgr.GetAPIReader(), secret: key, dir: dir, poll: time.Second,
 			refresh: time.Minute, names: []string{corev1.TLSCertKey}, what: c.secret}); err != nil {
 			return fmt.Errorf("add certificate copier of %s: %w", c.secret, err)
@@ -78,8 +68,8 @@ func setupSnapshotMetadata(ctx context.Context, mgr ctrl.Manager, f operatorFlag
 	}
 	sync := smsSync{
 		reader: mgr.GetAPIReader(), writer: mgr.GetClient(),
-		secret:  types.NamespacedName{Namespace: f.namespace, Name: lvmcluster.SnapshotMetadataServerCert},
-		address: fmt.Sprintf("%s.%s:6443", snapshotMetadataService, f.namespace), every: 30 * time.Second,
+		secret:  types.NamespacedName{Namespace: o.Namespace, Name: lvmcluster.SnapshotMetadataServerCert},
+		address: fmt.Sprintf("%s.%s:6443", snapshotMetadataService, o.Namespace), every: 30 * time.Second,
 	}
 	if err := mgr.Add(sync); err != nil {
 		return fmt.Errorf("add SnapshotMetadataService sync: %w", err)
