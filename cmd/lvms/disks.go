@@ -79,8 +79,9 @@ func runDisks(cmd *cobra.Command, f disksFlags) error {
 		opts = append(opts, exec.WithPrefix(exec.NSEnterPrefix()...))
 		devOpts = append(devOpts, devices.WithMountInfo("proc/1/mountinfo"))
 	}
-	e := devices.HideKubeletLoops(exec.NewHost(opts...), os.DirFS("/"), hostLVMConfDir(f.nsenter))
-	state, err := lvm.New(e).State(cmd.Context())
+	e := exec.NewHost(opts...)
+	filter := devices.NewLoopFilter(e, os.DirFS("/"), hostLVMConfDir(f.nsenter))
+	state, err := lvm.New(e).WithConfig(filter.Config).State(cmd.Context())
 	if err != nil {
 		return fmt.Errorf("read LVM state: %w", err)
 	}
@@ -133,7 +134,7 @@ func printDisks(out io.Writer, reports []diskReport) error {
 }
 
 // hostLVMConfDir is where the host's /etc/lvm is seen from this process (for
-// devices.HideKubeletLoops): through PID 1's root when commands enter the host's
+// devices.NewLoopFilter): through PID 1's root when commands enter the host's
 // namespaces with nsenter, else in place.
 func hostLVMConfDir(nsenter bool) string {
 	if nsenter {

@@ -102,9 +102,11 @@ func runLvmd(cmd *cobra.Command, f lvmdFlags) error {
 	if f.nsenter {
 		opts = append(opts, exec.WithPrefix(exec.NSEnterPrefix()...))
 	}
+	host := exec.NewHost(opts...)
 	svc, err := lvmd.NewService(lvmd.Options{
-		Executor: devices.HideKubeletLoops(exec.NewHost(opts...), os.DirFS("/"), hostLVMConfDir(f.nsenter)),
-		Classes:  classes, RefreshInterval: f.refreshInterval,
+		Executor:  host,
+		LVMConfig: devices.NewLoopFilter(host, os.DirFS("/"), hostLVMConfDir(f.nsenter)).Config,
+		Classes:   classes, RefreshInterval: f.refreshInterval,
 		Identity: lvm.Identity{Node: f.nodeName, Cluster: f.clusterID},
 	})
 	if err != nil {

@@ -17,10 +17,10 @@ import (
 )
 
 // TestGuestKubeletLoopDevicesAreHiddenFromLVM attaches a loop device to an LV the way the kubelet
-// publishes a Block volume, writes a tenant's VG inside it, and checks that lvm2 run through
-// HideKubeletLoops no longer sees that VG, with and without a global_filter of the host's own
-// (which accepts every name, so the udev link of the loop device has to be rejected too), while a
-// loop device of the admin's stays a PV.
+// publishes a Block volume, writes a tenant's VG inside it, and checks that lvm2 run by an lvm
+// client with NewLoopFilter's configuration no longer sees that VG, with and without a
+// global_filter of the host's own (which accepts every name, so the udev link of the loop device
+// has to be rejected too), while a loop device of the admin's stays a PV.
 func TestGuestKubeletLoopDevicesAreHiddenFromLVM(t *testing.T) {
 	disks := strings.Split(os.Getenv("LVMS_GUEST_DISKS"), ",")
 	if disks[0] == "" {
@@ -68,11 +68,11 @@ func TestGuestKubeletLoopDevicesAreHiddenFromLVM(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			host := exec.NewHost(exec.WithEnv(tc.env...))
-			if vgs := vgNames(t, host); !slices.Contains(vgs, "lftenant") {
+			if vgs := vgNames(t, lvm.New(host)); !slices.Contains(vgs, "lftenant") {
 				t.Fatalf("without the filter lvm2 shows %v: the tenant's VG should be there", vgs)
 			}
-			filtered := devices.HideKubeletLoops(host, os.DirFS("/"), strings.TrimPrefix(tc.confDir, "/"))
-			vgs := vgNames(t, filtered)
+			filter := devices.NewLoopFilter(host, os.DirFS("/"), strings.TrimPrefix(tc.confDir, "/"))
+			vgs := vgNames(t, lvm.New(host).WithConfig(filter.Config))
 			if slices.Contains(vgs, "lftenant") || !slices.Contains(vgs, "lfours") || !slices.Contains(vgs, "lfadmin") {
 				t.Errorf("through the filter lvm2 shows %v, want lfours and lfadmin without lftenant", vgs)
 			}
@@ -127,9 +127,9 @@ func lvmConfDirWith(t *testing.T, line string) string {
 	return dir
 }
 
-func vgNames(t *testing.T, e exec.Executor) []string {
+func vgNames(t *testing.T, c *lvm.Client) []string {
 	t.Helper()
-	s, err := lvm.New(e).State(t.Context())
+	s, err := c.State(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,10 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
-// LoopFilter is an exec.Executor that runs every lvm2 command with a devices filter rejecting the
-// loop devices the kubelet has attached to Block volumes at that moment; other commands run as
-// they are. Make it with HideKubeletLoops.
+// LoopFilter supplies the devices filter every lvm2 command of the product runs with: it rejects
+// the loop devices the kubelet has attached to Block volumes at that moment. Its Config is the lvm
+// client's configuration (lvm.Client.WithConfig), which puts it in the command's one --config.
+// Make it with NewLoopFilter.
 //
 // lvm2 reads every block device its filter lets through, and a loop device over one of our LVs is
 // not an LV to it (devices/scan_lvs does not apply). Without the filter a pod's own LVM metadata
@@ -38,29 +39,26 @@ type LoopFilter struct {
 	hostRules string // the host's global_filter entries as lvmconfig printed them ("" when unset)
 }
 
-// HideKubeletLoops returns e wrapped by a LoopFilter. fsys is the host's root as the process sees
-// it (sys/class/block and dev/disk are read in it); lvmConfDir is the host's /etc/lvm inside fsys
-// ("etc/lvm" on the host, "proc/1/root/etc/lvm" in a pod with the host's PID namespace).
-func HideKubeletLoops(e exec.Executor, fsys fs.FS, lvmConfDir string) *LoopFilter {
+// NewLoopFilter returns the filter of the kubelet's loop devices. e runs lvmconfig (to read the
+// host's own filter); fsys is the host's root as the process sees it (sys/class/block and dev/disk
+// are read in it); lvmConfDir is the host's /etc/lvm inside fsys ("etc/lvm" on the host,
+// "proc/1/root/etc/lvm" in a pod with the host's PID namespace).
+func NewLoopFilter(e exec.Executor, fsys fs.FS, lvmConfDir string) *LoopFilter {
 	return &LoopFilter{e: e, fsys: fsys, confDir: lvmConfDir}
 }
 
-// Exec runs cmd through the wrapped executor, an lvm2 command with the kubelet's loop devices
-// filtered out.
-func (f *LoopFilter) Exec(ctx context.Context, cmd exec.Cmd) error {
-	if cmd.Name != lvm.Command || len(cmd.Args) == 0 {
-		return f.e.Exec(ctx, cmd)
-	}
+// Config is the devices section of the next lvm2 command (an lvm.ConfigFunc): the kubelet's loop
+// devices rejected in front of the host's own rules, or "" while the kubelet has none.
+func (f *LoopFilter) Config(ctx context.Context) (string, error) {
 	names := kubeletLoopNames(f.fsys)
 	if len(names) == 0 {
-		return f.e.Exec(ctx, cmd)
+		return "", nil
 	}
 	host, err := f.hostFilter(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
+		return "", err
 	}
-	cmd.Args = withConfig(cmd.Args, globalFilter(names, host))
-	return f.e.Exec(ctx, cmd)
+	return globalFilter(names, host), nil
 }
 
 // hostFilter returns the host's own global_filter entries, read again when the lvm.conf files
@@ -177,17 +175,4 @@ func literalPattern(name string) string {
 		}
 		return '.'
 	}, name)
-}
-
-// withConfig adds section to the command's --config value, or adds a --config after the subcommand
-// (args[0]) when it has none. args is not changed.
-func withConfig(args []string, section string) []string {
-	out := slices.Clone(args)
-	for i := 1; i+1 < len(out); i++ {
-		if out[i] == "--config" {
-			out[i+1] += " " + section
-			return out
-		}
-	}
-	return slices.Insert(out, 1, "--config", section)
 }

@@ -41,10 +41,11 @@ const ourRejects = `"r|^/dev/disk/by-id/lvm-pv-uuid-abc$|", "r|^/dev/disk/by-loo
 
 var lvmconfigArgs = []string{"lvmconfig", "--type", "current", "devices/global_filter"}
 
-func lvs(t *testing.T, e exec.Executor) error {
+// lvs runs `lvm lvs vg` as the product runs a read: through an lvm client with the filter's
+// configuration.
+func lvs(t *testing.T, e exec.Executor, filter *devices.LoopFilter) error {
 	t.Helper()
-	_, err := lvm.Run(t.Context(), e, "lvs", "vg")
-	return err
+	return lvm.New(e).WithConfig(filter.Config).Read(t.Context(), nil, "lvs", "vg")
 }
 
 func TestLoopFilterRejectsEveryNameOfTheKubeletsLoops(t *testing.T) {
@@ -68,14 +69,23 @@ func TestLoopFilterRejectsEveryNameOfTheKubeletsLoops(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			archived := lvm.CommandArgs("lvs", "vg")
-			wantArgs := append([]string{"lvs", "--config", archived[2] + " " + tt.want}, archived[3:]...)
-			f := exectest.New().On(tt.lvmconfig, "lvm", lvmconfigArgs...).On(exectest.OK(""), "lvm", wantArgs...)
-			e := devices.HideKubeletLoops(f, loopHost(), "proc/1/root/etc/lvm")
-			if err := lvs(t, e); err != nil {
+			// A read carries the filter alone; a change the archive bound and the filter, in one
+			// --config.
+			read := []string{"lvs", "--config", tt.want, "vg"}
+			archived := lvm.CommandArgs("pvcreate", "/dev/sdb")
+			change := append([]string{"pvcreate", "--config", archived[2] + " " + tt.want}, archived[3:]...)
+			f := exectest.New().On(tt.lvmconfig, "lvm", lvmconfigArgs...).
+				On(exectest.OK(""), "lvm", read...).On(exectest.OK(""), "lvm", change...)
+			filter := devices.NewLoopFilter(f, loopHost(), "proc/1/root/etc/lvm")
+			if err := lvs(t, f, filter); err != nil {
 				t.Fatal(err)
 			}
-			want := []string{exec.CommandLine("lvm", lvmconfigArgs), exec.CommandLine("lvm", wantArgs)}
+			if err := lvm.New(f).WithConfig(filter.Config).CreatePVs(t.Context(), "/dev/sdb"); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{
+				exec.CommandLine("lvm", lvmconfigArgs), exec.CommandLine("lvm", read), exec.CommandLine("lvm", change),
+			}
 			if d := exectest.Diff(f, want...); d != "" {
 				t.Error(d)
 			}
@@ -87,9 +97,9 @@ func TestLoopFilterReadsTheHostFilterAgainOnlyWhenLVMConfChanges(t *testing.T) {
 	host := loopHost()
 	f := exectest.New().On(exectest.OK(`global_filter="a|.*|"`), "lvm", lvmconfigArgs...)
 	f.Handler = func(exectest.Call) exectest.Response { return exectest.OK("") }
-	e := devices.HideKubeletLoops(f, host, "proc/1/root/etc/lvm")
+	filter := devices.NewLoopFilter(f, host, "proc/1/root/etc/lvm")
 	for range 3 {
-		if err := lvs(t, e); err != nil {
+		if err := lvs(t, f, filter); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,7 +107,7 @@ func TestLoopFilterReadsTheHostFilterAgainOnlyWhenLVMConfChanges(t *testing.T) {
 		t.Fatalf("lvmconfig ran %d times for three commands, want once: %q", n, f.Lines())
 	}
 	host["proc/1/root/etc/lvm/lvmlocal.conf"] = &fstest.MapFile{Data: []byte("x"), ModTime: time.Unix(200, 0)}
-	if err := lvs(t, e); err != nil {
+	if err := lvs(t, f, filter); err != nil {
 		t.Fatal(err)
 	}
 	if n := countArgs(f, "lvmconfig"); n != 2 {
@@ -105,35 +115,29 @@ func TestLoopFilterReadsTheHostFilterAgainOnlyWhenLVMConfChanges(t *testing.T) {
 	}
 }
 
-func TestLoopFilterLeavesOtherCommandsAlone(t *testing.T) {
+// Without a kubelet loop device the filter adds nothing: a read has no --config, a change only the
+// archive bound; lvmconfig does not run.
+func TestLoopFilterAddsNothingWithoutKubeletLoops(t *testing.T) {
 	noKubelet := loopHost()
 	delete(noKubelet, "sys/class/block/loop0/loop/backing_file")
-	tests := []struct {
-		name string
-		host fstest.MapFS
-		cmd  []string
-	}{
-		{"no kubelet loop device", noKubelet, append([]string{"lvm"}, lvm.CommandArgs("lvs", "vg")...)},
-		{"not lvm", loopHost(), []string{"blkid", "-p", "/dev/sdb"}},
-		{"lvm with no subcommand", loopHost(), []string{"lvm"}},
+	read := []string{"lvs", "vg"}
+	change := lvm.CommandArgs("pvcreate", "/dev/sdb")
+	f := exectest.New().On(exectest.OK(""), "lvm", read...).On(exectest.OK(""), "lvm", change...)
+	filter := devices.NewLoopFilter(f, noKubelet, "etc/lvm")
+	if err := lvs(t, f, filter); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := exectest.New().On(exectest.OK(""), tt.cmd[0], tt.cmd[1:]...)
-			e := devices.HideKubeletLoops(f, tt.host, "etc/lvm")
-			if _, err := exec.Run(t.Context(), e, tt.cmd[0], tt.cmd[1:]...); err != nil {
-				t.Fatal(err)
-			}
-			if d := exectest.Diff(f, exec.CommandLine(tt.cmd[0], tt.cmd[1:])); d != "" {
-				t.Error(d)
-			}
-		})
+	if err := lvm.New(f).WithConfig(filter.Config).CreatePVs(t.Context(), "/dev/sdb"); err != nil {
+		t.Fatal(err)
+	}
+	if d := exectest.Diff(f, exec.CommandLine("lvm", read), exec.CommandLine("lvm", change)); d != "" {
+		t.Error(d)
 	}
 }
 
 func TestLoopFilterFailsWhenTheHostFilterCannotBeRead(t *testing.T) {
 	f := exectest.New().On(exectest.Fail(3, "  Parse error at byte 12"), "lvm", lvmconfigArgs...)
-	err := lvs(t, devices.HideKubeletLoops(f, loopHost(), "etc/lvm"))
+	err := lvs(t, f, devices.NewLoopFilter(f, loopHost(), "etc/lvm"))
 	if err == nil || !strings.Contains(err.Error(), "host's devices/global_filter") || exec.ExitCode(err) != 3 {
 		t.Fatalf("err = %v, want the lvmconfig failure", err)
 	}

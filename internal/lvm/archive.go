@@ -3,6 +3,9 @@ package lvm
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 )
@@ -30,22 +33,54 @@ const ArchiveKeep = 10
 // archiveConfig is the --config value that bounds the archive.
 var archiveConfig = fmt.Sprintf("backup { retain_min = %d retain_days = 0 }", ArchiveKeep)
 
-// CommandArgs returns the arguments of `lvm sub args...` (args[0] is the subcommand) as this
-// project runs every lvm2 command: with the archive of the VG it changes bounded to ArchiveKeep
-// files. Run runs `lvm` with them; use it rather than exec.Run with args alone.
-func CommandArgs(args ...string) []string {
-	if len(args) == 0 {
-		return args
-	}
-	out := make([]string, 0, len(args)+2)
-	out = append(out, args[0], "--config", archiveConfig)
-	return append(out, args[1:]...)
+// CommandArgs returns the arguments of `lvm sub args...` (args[0] is the subcommand) as the
+// Client runs a command that changes a VG: with the archive of the VG bounded to ArchiveKeep
+// files (and the client's configuration, Client.WithConfig, beside it).
+func CommandArgs(args ...string) []string { return withConfig(args, archiveConfig) }
+
+// ConfigFunc returns lvm2 configuration for the next command, such as a devices section with a
+// filter, or "" for none. It is asked before every command.
+type ConfigFunc func(ctx context.Context) (string, error)
+
+// WithConfig returns a client that runs every command with the configuration f returns, in the
+// one --config beside the archive bound.
+func (c *Client) WithConfig(f ConfigFunc) *Client {
+	return &Client{exec: c.exec, id: c.id, config: f}
 }
 
-// Run runs `lvm args...` (args[0] is the subcommand) through e with the archive bound
-// (CommandArgs) and returns its standard output. A command refused because a thin pool's
-// components were left active without the pool is run again after they are deactivated
-// (runRepairing).
-func Run(ctx context.Context, e exec.Executor, args ...string) ([]byte, error) {
-	return runRepairing(ctx, e, args...)
+// commandArgs is the one place the --config of a command is written: for a change (a command
+// that may change a VG) the archive bound, and for every command the client's configuration.
+func (c *Client) commandArgs(ctx context.Context, change bool, args ...string) ([]string, error) {
+	var sections []string
+	if change {
+		sections = append(sections, archiveConfig)
+	}
+	if c.config != nil {
+		extra, err := c.config(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lvm2 configuration of %s: %w", strings.Join(args[:min(1, len(args))], ""), err)
+		}
+		if extra != "" {
+			sections = append(sections, extra)
+		}
+	}
+	return withConfig(args, sections...), nil
+}
+
+// withConfig puts --config with sections after the subcommand args[0].
+func withConfig(args []string, sections ...string) []string {
+	if len(args) == 0 || len(sections) == 0 {
+		return args
+	}
+	return slices.Concat(args[:1], []string{"--config", strings.Join(sections, " ")}, args[1:])
+}
+
+// Read runs the read-only `lvm args...` (args[0] is the subcommand) with the client's
+// configuration; stdout, if not nil, reads its standard output. Failures are classified.
+func (c *Client) Read(ctx context.Context, stdout func(io.Reader) error, args ...string) error {
+	full, err := c.commandArgs(ctx, false, args...)
+	if err != nil {
+		return err
+	}
+	return classify(c.exec.Exec(ctx, exec.Cmd{Name: Command, Args: full, Stdout: stdout}))
 }

@@ -70,6 +70,24 @@ func (id Identity) Foreign(tags []string) string {
 	return "it was made by " + strings.Join(why, " and ")
 }
 
+// VolumeTags are the tags of a volume LV: the ownership Tag, the identity tags of id, then extra,
+// each once. An extra tag lvm2 would refuse is ErrInvalidArgument.
+func (id Identity) VolumeTags(extra []string) ([]string, error) {
+	tags := append([]string{Tag}, id.Tags()...)
+	for _, t := range extra {
+		if err := ValidTag(t); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	return tags, nil
+}
+
+// with returns tags followed by the identity tags it lacks: what the client tags a VG or LV with.
+func (id Identity) with(tags []string) []string { return slices.Concat(tags, id.Missing(tags)) }
+
 // Missing returns the identity tags that tags lacks.
 func (id Identity) Missing(tags []string) []string {
 	return slices.DeleteFunc(id.Tags(), func(t string) bool { return slices.Contains(tags, t) })
@@ -86,7 +104,7 @@ func IsForeign(err error) bool { return errors.Is(err, ErrForeign) }
 // id and refuses to modify a VG whose identity tags name another node or
 // cluster.
 func (c *Client) WithIdentity(id Identity) *Client {
-	return &Client{exec: c.exec, id: id}
+	return &Client{exec: c.exec, id: id, config: c.config}
 }
 
 // Identity is the identity the client acts for.
@@ -102,31 +120,6 @@ func (c *Client) checkOwned(vg VG) error {
 		return fmt.Errorf("VG %s: %s: %w", vg.Name, why, ErrForeign)
 	}
 	return nil
-}
-
-// withIdentityTags inserts `--addtag` for the identity tags args lacks
-// before the last argument (the VG, or VG/LV, of an lvcreate).
-func (c *Client) withIdentityTags(args []string) []string {
-	var add []string
-	for _, t := range c.id.Tags() {
-		if !hasTagArg(args, t) {
-			add = append(add, "--addtag", t)
-		}
-	}
-	if len(add) == 0 || len(args) == 0 {
-		return args
-	}
-	last := len(args) - 1
-	return append(append(slices.Clone(args[:last]), add...), args[last])
-}
-
-func hasTagArg(args []string, tag string) bool {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "--addtag" && args[i+1] == tag {
-			return true
-		}
-	}
-	return false
 }
 
 // AddVGTags adds tags to an owned VG (`vgchange --addtag`): how a VG made

@@ -3,6 +3,7 @@ package lvm
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,6 +78,19 @@ func TestIdentityTagsEveryCreate(t *testing.T) {
 				t.Error(d)
 			}
 		})
+	}
+}
+
+// A volume LV's tags: the ownership tag, the identity's, then the request's, each once; a tag lvm2
+// would refuse is ErrInvalidArgument.
+func TestVolumeTags(t *testing.T) {
+	got, err := nodeA.VolumeTags([]string{"pvc=x", Tag, "lvms.node=node-a", "pvc=x"})
+	want := []string{Tag, "lvms.node=node-a", "lvms.cluster=c1", "pvc=x"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("VolumeTags = %q, %v; want %q", got, err, want)
+	}
+	if _, err := nodeA.VolumeTags([]string{"a b"}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("VolumeTags with a space: %v, want ErrInvalidArgument", err)
 	}
 }
 

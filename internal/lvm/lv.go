@@ -40,7 +40,8 @@ type LVOptions struct {
 }
 
 // Args builds the lvcreate command line of the LV in vg. This and the other option types' Args
-// are the only lvcreate builders: the Client's Create methods and lvmd both use them.
+// are the only lvcreate builders; the Client's Create methods run them with the client's
+// identity tags added.
 func (o LVOptions) Args(vg string) ([]string, error) {
 	if err := ValidName(o.Name); err != nil {
 		return nil, err
@@ -88,6 +89,7 @@ func (o LVOptions) Args(vg string) ([]string, error) {
 
 // CreateLV creates a thick linear, striped or RAID LV in an owned VG.
 func (c *Client) CreateLV(ctx context.Context, vg VG, o LVOptions) error {
+	o.Tags = c.id.with(o.Tags)
 	return c.create(ctx, vg, o.Name, o.Args)
 }
 
@@ -99,7 +101,7 @@ func (c *Client) create(ctx context.Context, vg VG, name string, build func(vg s
 	if err != nil {
 		return fmt.Errorf("create LV %s in VG %s: %w", name, vg.Name, err)
 	}
-	if err := c.run(ctx, c.withIdentityTags(args)...); err != nil {
+	if err := c.run(ctx, args...); err != nil {
 		return fmt.Errorf("create LV %s in VG %s: %w", name, vg.Name, err)
 	}
 	return nil
@@ -167,6 +169,7 @@ func (o ThinPoolOptions) Args(vg string) ([]string, error) {
 
 // CreateThinPool creates a thin pool in an owned VG.
 func (c *Client) CreateThinPool(ctx context.Context, vg VG, o ThinPoolOptions) error {
+	o.Tags = c.id.with(o.Tags)
 	return c.create(ctx, vg, o.Name, o.Args)
 }
 
@@ -203,6 +206,7 @@ func (o ThinLVOptions) Args(vg string) ([]string, error) {
 
 // CreateThinLV creates a thin LV in a pool of an owned VG.
 func (c *Client) CreateThinLV(ctx context.Context, vg VG, o ThinLVOptions) error {
+	o.Tags = c.id.with(o.Tags)
 	return c.create(ctx, vg, o.Name, o.Args)
 }
 
@@ -250,6 +254,7 @@ func (o SnapshotOptions) Args(vg string) ([]string, error) {
 
 // CreateSnapshot creates a thin or thick snapshot in an owned VG.
 func (c *Client) CreateSnapshot(ctx context.Context, vg VG, o SnapshotOptions) error {
+	o.Tags = c.id.with(o.Tags)
 	return c.create(ctx, vg, o.Name, o.Args)
 }
 

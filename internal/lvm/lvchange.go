@@ -168,3 +168,32 @@ func (c *Client) SetThinPoolZero(ctx context.Context, vg VG, name string, zero b
 	}
 	return nil
 }
+
+// RenameLV renames an LV of an owned VG (`lvrename VG from to`).
+func (c *Client) RenameLV(ctx context.Context, vg VG, from, to string) error {
+	if err := c.checkOwned(vg); err != nil {
+		return fmt.Errorf("rename LV %s: %w", from, err)
+	}
+	if err := errors.Join(ValidName(from), ValidName(to)); err != nil {
+		return fmt.Errorf("rename LV in VG %s: %w", vg.Name, err)
+	}
+	if err := c.run(ctx, "lvrename", vg.Name, from, to); err != nil {
+		return fmt.Errorf("rename LV %s/%s to %s: %w", vg.Name, from, to, err)
+	}
+	return nil
+}
+
+// MakeNodes has lvm2 create the missing device nodes and links of an active LV of an owned VG
+// (`vgmknodes VG/LV`); it changes no metadata.
+func (c *Client) MakeNodes(ctx context.Context, vg VG, name string) error {
+	if err := c.checkOwned(vg); err != nil {
+		return fmt.Errorf("make device nodes of LV %s: %w", name, err)
+	}
+	if err := ValidName(name); err != nil {
+		return fmt.Errorf("make device nodes of LV in VG %s: %w", vg.Name, err)
+	}
+	if err := c.run(ctx, "vgmknodes", vg.Name+"/"+name); err != nil {
+		return fmt.Errorf("make device nodes of LV %s/%s: %w", vg.Name, name, err)
+	}
+	return nil
+}

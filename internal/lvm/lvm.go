@@ -30,8 +30,9 @@ const Command = "lvm"
 // Client runs lvm2 commands. It holds no state of its own and is safe for
 // concurrent use (lvm2 serialises changes with its own VG locks).
 type Client struct {
-	exec exec.Executor
-	id   Identity
+	exec   exec.Executor
+	id     Identity
+	config ConfigFunc
 }
 
 // New returns a Client running commands through e.
@@ -41,7 +42,7 @@ func New(e exec.Executor) *Client {
 
 // run executes `lvm args...` (see CommandArgs) and classifies a failure.
 func (c *Client) run(ctx context.Context, args ...string) error {
-	_, err := Run(ctx, c.exec, args...)
+	_, err := c.runRepairing(ctx, args...)
 	return classify(err)
 }
 
@@ -55,13 +56,13 @@ func (c *Client) State(ctx context.Context, vgs ...string) (*State, error) {
 		}
 	}
 	var s *State
-	err := c.exec.Exec(ctx, exec.Cmd{Name: Command, Args: ReportArgs(vgs...), Stdout: func(r io.Reader) error {
+	err := c.Read(ctx, func(r io.Reader) error {
 		var err error
 		s, err = DecodeReport(r)
 		return err
-	}})
+	}, ReportArgs(vgs...)...)
 	if err != nil {
-		return nil, fmt.Errorf("read LVM state: %w", classify(err))
+		return nil, fmt.Errorf("read LVM state: %w", err)
 	}
 	return s, nil
 }
@@ -211,7 +212,7 @@ func (c *Client) CreateVG(ctx context.Context, name string, devices []string, ta
 	}
 	ta, err := tagArgs(append(
 		[]string{Tag},
-		slices.DeleteFunc(slices.Concat(tags, c.id.Missing(tags)), func(t string) bool { return t == Tag })...,
+		slices.DeleteFunc(c.id.with(tags), func(t string) bool { return t == Tag })...,
 	))
 	if err != nil {
 		return fmt.Errorf("create VG %s: %w", name, err)

@@ -91,6 +91,10 @@ func TestCommands(t *testing.T) {
 		}, "lvm lvchange -ay -K vg1/s"},
 		{"tag", func(ctx context.Context, c *Client) error { return c.AddLVTags(ctx, ours, "lv", "a", "b") },
 			"lvm lvchange --addtag a --addtag b vg1/lv"},
+		{"lvrename", func(ctx context.Context, c *Client) error { return c.RenameLV(ctx, ours, "a-restoring", "a") },
+			"lvm lvrename vg1 a-restoring a"},
+		{"vgmknodes", func(ctx context.Context, c *Client) error { return c.MakeNodes(ctx, ours, "lv") },
+			"lvm vgmknodes vg1/lv"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +148,14 @@ func TestRefusals(t *testing.T) {
 		{"lvchange foreign", func(ctx context.Context, c *Client) error {
 			return c.ActivateLV(ctx, foreign, "x", ActivateOptions{})
 		}, ErrNotOurs},
+		{"lvrename foreign", func(ctx context.Context, c *Client) error {
+			return c.RenameLV(ctx, foreign, "root", "x")
+		}, ErrNotOurs},
+		{"lvrename to an option", func(ctx context.Context, c *Client) error {
+			return c.RenameLV(ctx, ours, "lv", "-ff")
+		}, ErrInvalidArgument},
+		{"vgmknodes foreign", func(ctx context.Context, c *Client) error { return c.MakeNodes(ctx, foreign, "root") },
+			ErrNotOurs},
 		{"unnamed VG", func(ctx context.Context, c *Client) error { return c.RemoveVG(ctx, VG{}) }, ErrInvalidArgument},
 		{"pvremove in VG", func(ctx context.Context, c *Client) error {
 			return c.RemovePV(ctx, PV{Name: "/dev/sdb", VGName: "home"})

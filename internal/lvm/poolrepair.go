@@ -37,8 +37,14 @@ func leftoverComponents(err error) []string {
 // runRepairing runs `lvm args...`; when lvm2 refuses because a thin pool's components were left
 // active without it (leftoverComponents), it deactivates them (`lvchange -an`, which lvm2 refuses
 // while anything holds them open) and runs the command once more.
-func runRepairing(ctx context.Context, e exec.Executor, args ...string) ([]byte, error) {
-	lvm := func(args ...string) ([]byte, error) { return exec.Run(ctx, e, Command, CommandArgs(args...)...) }
+func (c *Client) runRepairing(ctx context.Context, args ...string) ([]byte, error) {
+	lvm := func(args ...string) ([]byte, error) {
+		full, err := c.commandArgs(ctx, true, args...)
+		if err != nil {
+			return nil, err
+		}
+		return exec.Run(ctx, c.exec, Command, full...)
+	}
 	out, err := lvm(args...)
 	comps := leftoverComponents(err)
 	if comps == nil {

@@ -69,7 +69,7 @@ func TestRunRepairsAPoolLeftHalfActivated(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := exectest.New().On(tt.first, "lvm", create...).On(exectest.OK(""), "lvm", create...).
 				On(tt.deactivate, "lvm", deactivate...)
-			_, err := Run(t.Context(), f, raw...)
+			_, err := New(f).runRepairing(t.Context(), raw...)
 			if tt.wantErr == "" && err != nil {
 				t.Fatalf("err = %v", err)
 			}

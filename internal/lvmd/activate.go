@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
@@ -31,8 +30,8 @@ func (s *Service) ActivateLV(ctx context.Context, name, class string) error {
 	if err := s.lvm.ActivateLV(ctx, vg, name, lvm.ActivateOptions{Active: true, IgnoreSkip: true}); err != nil {
 		return fmt.Errorf("activate LV %s: %w", lv.FullName(), lvmError(err))
 	}
-	if _, err := exec.Run(ctx, s.exec, lvm.Command, "vgmknodes", lv.FullName()); err != nil {
-		return fmt.Errorf("create the device nodes of LV %s: %w", lv.FullName(), lvmError(err))
+	if err := s.lvm.MakeNodes(ctx, vg, name); err != nil {
+		return fmt.Errorf("activate LV %s: %w", lv.FullName(), lvmError(err))
 	}
 	s.apply(func(st *lvm.State) {
 		for i := range st.LVs {

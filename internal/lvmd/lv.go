@@ -71,8 +71,11 @@ type CreateLVRequest struct {
 // then applied to the state.
 type change struct {
 	vg, poolKey string
-	physical    uint64
-	virtual     uint64
+	// vgState is the VG as cached when the change was planned: the lvm client checks it is this
+	// node's before it changes it.
+	vgState  lvm.VG
+	physical uint64
+	virtual  uint64
 	// logical is the LV bytes a thick change adds (checked against a RAID class's
 	// capacity, which is in LV bytes); layout and grow tell how its extents are
 	// taken from the cached PVs (a grow adds no RAID metadata).
@@ -90,7 +93,8 @@ func (s *Service) CreateLV(ctx context.Context, req CreateLVRequest) (LV, error)
 	if err != nil {
 		return LV{}, fmt.Errorf("create LV %s: %w", req.Name, err)
 	}
-	tags, err := lvTags(s.lvm.Identity(), req.Tags)
+	tags, err := s.lvm.Identity().VolumeTags(req.Tags)
+	err = lvmError(err)
 	if err == nil {
 		err = validateLVName(req.Name)
 	}
@@ -107,11 +111,7 @@ func (s *Service) CreateLV(ctx context.Context, req CreateLVRequest) (LV, error)
 	if err != nil || existing != nil {
 		return deref(existing), wrapf(err, "create LV %s in device class %s", req.Name, dc.Name)
 	}
-	args, err := createArgs(dc, oc, req.Name, c.lv.Size, tags)
-	if err == nil {
-		_, err = lvm.Run(ctx, s.exec, args...)
-	}
-	if err != nil {
+	if err := s.createLV(ctx, c.vgState, dc, oc, req.Name, c.lv.Size, tags); err != nil {
 		s.release(c)
 		err = fmt.Errorf("create LV %s in device class %s: %w", req.Name, dc.Name, lvmError(err))
 		return LV{}, s.refreshAfterFailure(ctx, err)
@@ -220,7 +220,7 @@ func (s *Service) planCreate(
 		out, err := existingLV(dc, lv, size)
 		return nil, out, err
 	}
-	c := &change{vg: vg.Name, lv: lvm.LV{
+	c := &change{vg: vg.Name, vgState: vg, lv: lvm.LV{
 		Name: req.Name, VGName: vg.Name, Size: size, Tags: tags,
 		Path: "/dev/" + vg.Name + "/" + req.Name, DMPath: dmPath(vg.Name, req.Name),
 		Attr: mustAttr("-wi-a-----"),

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
 // errRestoreByCopy: the source of a writable snapshot in a thick class is itself a copy-on-write
@@ -38,12 +36,23 @@ func (s *Service) restoreByCopy(ctx context.Context, dc *DeviceClass, req Snapsh
 	if err := s.copyDevice(ctx, src, dst); err != nil {
 		return LV{}, fmt.Errorf("restore snapshot %s into %s: %w", req.Source, req.Name, err)
 	}
-	if _, err := lvm.Run(ctx, s.exec, "lvrename", lv.VolumeGroup, tmp, req.Name); err != nil {
-		err = fmt.Errorf("restore snapshot %s into %s: rename %s: %w", req.Source, req.Name, tmp, lvmError(err))
+	if err := s.renameLV(ctx, dc, tmp, req.Name); err != nil {
+		err = fmt.Errorf("restore snapshot %s into %s: %w", req.Source, req.Name, err)
 		return LV{}, s.refreshAfterFailure(ctx, err)
 	}
 	if err := s.Refresh(ctx); err != nil {
 		return LV{}, fmt.Errorf("restore snapshot %s into %s: %w", req.Source, req.Name, err)
 	}
 	return s.GetLV(ctx, req.Name, dc.Name)
+}
+
+// renameLV renames LV from of the class to to through the lvm client; the next Refresh shows it.
+func (s *Service) renameLV(ctx context.Context, dc *DeviceClass, from, to string) error {
+	s.mu.Lock()
+	vg, _, err := s.lookup(dc, from)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("rename %s: %w", from, err)
+	}
+	return lvmError(s.lvm.RenameLV(ctx, vg, from, to))
 }

@@ -18,8 +18,11 @@ const DefaultRefreshInterval = 10 * time.Minute
 
 // Options configure a Service.
 type Options struct {
-	// Executor runs lvm; required.
+	// Executor runs lvm (through the lvm client) and the commands that zero and copy LVs; required.
 	Executor exec.Executor
+	// LVMConfig is configuration every lvm2 command runs with (the kubelet loop devices' filter,
+	// devices.LoopFilter.Config); nil for none.
+	LVMConfig lvm.ConfigFunc
 	// Classes holds the device classes; required.
 	Classes *DeviceClassManager
 	// RefreshInterval is the period of Run's full state read (default
@@ -86,7 +89,7 @@ func NewService(o Options) (*Service, error) {
 	return &Service{
 		exec:     o.Executor,
 		chunk:    o.ChunkBytes,
-		lvm:      lvm.New(o.Executor).WithIdentity(o.Identity),
+		lvm:      lvm.New(o.Executor).WithIdentity(o.Identity).WithConfig(o.LVMConfig),
 		classes:  o.Classes,
 		interval: o.RefreshInterval,
 		locks:    newKeyedMutex(),

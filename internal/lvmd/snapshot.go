@@ -52,7 +52,8 @@ func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, 
 	if err == nil {
 		err = validateLVName(req.Source)
 	}
-	tags, terr := lvTags(s.lvm.Identity(), req.Tags)
+	tags, terr := s.lvm.Identity().VolumeTags(req.Tags)
+	terr = lvmError(terr)
 	if err == nil {
 		err = terr
 	}
@@ -76,11 +77,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, 
 	if !dc.IsThin() {
 		cow = c.lv.Size
 	}
-	args, err := snapshotArgs(c.vg, req.Source, req.Name, cow, req.ReadOnly, tags)
-	if err == nil {
-		_, err = lvm.Run(ctx, s.exec, args...)
-	}
-	if err != nil {
+	if err := s.createSnapshot(ctx, c.vgState, req.Source, req.Name, cow, req.ReadOnly, tags); err != nil {
 		s.release(c)
 		err = fmt.Errorf("create snapshot %s of %s: %w", req.Name, req.Source, lvmError(err))
 		return LV{}, s.refreshAfterFailure(ctx, err)
@@ -114,7 +111,7 @@ func (s *Service) planSnapshot(dc *DeviceClass, req SnapshotRequest, tags []stri
 	if req.ReadOnly {
 		perm = "r"
 	}
-	c := &change{vg: vg.Name, lv: lvm.LV{
+	c := &change{vg: vg.Name, vgState: vg, lv: lvm.LV{
 		Name: req.Name, VGName: vg.Name, Origin: src.Name, Tags: tags,
 		Path: "/dev/" + vg.Name + "/" + req.Name, DMPath: dmPath(vg.Name, req.Name),
 	}}

@@ -51,7 +51,7 @@ type Options struct {
 	// MountInfo is the mountinfo path inside HostFS; "proc/1/mountinfo" with host PID.
 	MountInfo string
 	// LVMConfDir is the host's /etc/lvm inside HostFS ("proc/1/root/etc/lvm" with host PID, as
-	// devices.HideKubeletLoops reads it); empty means "etc/lvm".
+	// devices.NewLoopFilter reads it); empty means "etc/lvm".
 	LVMConfDir string
 	// Mounter mounts volumes; nil means mount.New("").
 	Mounter mount.Interface
@@ -79,6 +79,10 @@ type Options struct {
 	// tracking of thin classes, for the operator's proxy) listens, with mutual TLS from the files
 	// in SnapshotMetadataCertDir (snapmeta.ServerTLS). Empty serves none. Needs lvmd in process.
 	SnapshotMetadataAddress, SnapshotMetadataCertDir string
+
+	// lvmConfig is what every lvm2 command of the agent runs with: the filter of the kubelet's
+	// loop devices (set by Setup).
+	lvmConfig lvm.ConfigFunc
 }
 
 // Agent is an assembled node agent.
@@ -99,8 +103,8 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 	if o.HostFS == nil {
 		o.HostFS = os.DirFS("/")
 	}
-	o.Executor = devices.HideKubeletLoops(hostMetrics.Instrument(o.Executor), o.HostFS,
-		cmp.Or(o.LVMConfDir, "etc/lvm"))
+	o.Executor = hostMetrics.Instrument(o.Executor)
+	o.lvmConfig = devices.NewLoopFilter(o.Executor, o.HostFS, cmp.Or(o.LVMConfDir, "etc/lvm")).Config
 	a, be, err := setupLVMD(mgr, o)
 	if err != nil {
 		return nil, err
@@ -139,7 +143,7 @@ func setupSnapshotMetadata(mgr ctrl.Manager, o Options, a *Agent) error {
 			"node agent: the snapshot metadata endpoint needs lvmd in process and a certificate directory",
 		)
 	}
-	reader := thinmeta.New(o.Executor)
+	reader := thinmeta.New(o.Executor, thinmeta.WithLVMConfig(o.lvmConfig))
 	ep, err := snapmeta.NewEndpoint(snapmeta.EndpointOptions{
 		Addr: o.SnapshotMetadataAddress, CertDir: o.SnapshotMetadataCertDir,
 		Node: snapmeta.NewNode(NewVolumes(a.LVMD), reader), Classes: a.Classes, Recover: reader,
@@ -194,8 +198,9 @@ func setupLVMD(mgr ctrl.Manager, o Options) (*Agent, backend, error) {
 	}
 	svc, err := lvmd.NewService(
 		lvmd.Options{
-			Executor: o.Executor, Classes: classes, RefreshInterval: cmp.Or(o.RefreshInterval, DefaultRefreshInterval),
-			Identity: lvm.Identity{Node: o.NodeName, Cluster: o.ClusterID},
+			Executor: o.Executor, LVMConfig: o.lvmConfig, Classes: classes,
+			RefreshInterval: cmp.Or(o.RefreshInterval, DefaultRefreshInterval),
+			Identity:        lvm.Identity{Node: o.NodeName, Cluster: o.ClusterID},
 		},
 	)
 	if err != nil {
@@ -216,7 +221,7 @@ func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManage
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("lvms-node"),
 		Disks:    devices.NewHost(o.Executor, o.HostFS, devOpts...),
-		LVM:      lvm.New(o.Executor),
+		LVM:      lvm.New(o.Executor).WithConfig(o.lvmConfig),
 		Sink:     classes,
 		// The classes are fed after every reconcile but change rarely; a changed volume group
 		// must reach lvmd's cache even when its class did not change.

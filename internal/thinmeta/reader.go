@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
 // Tools of thin-provisioning-tools (0.9.0 verified).
@@ -31,6 +32,7 @@ const (
 // one pool run one at a time.
 type Reader struct {
 	exec           exec.Executor
+	lvm            *lvm.Client
 	maxHold        time.Duration
 	releaseTimeout time.Duration
 	locks          *poolLocks
@@ -42,9 +44,14 @@ type Option func(*Reader)
 // WithMaxHold sets how long a metadata snapshot may be held for one read.
 func WithMaxHold(d time.Duration) Option { return func(r *Reader) { r.maxHold = d } }
 
+// WithLVMConfig sets configuration the Reader's lvm2 commands run with (the kubelet loop devices'
+// filter, devices.LoopFilter.Config).
+func WithLVMConfig(f lvm.ConfigFunc) Option { return func(r *Reader) { r.lvm = r.lvm.WithConfig(f) } }
+
 // New returns a Reader running its commands through e.
 func New(e exec.Executor, opts ...Option) *Reader {
-	r := &Reader{exec: e, maxHold: DefaultMaxHold, releaseTimeout: DefaultReleaseTimeout, locks: &poolLocks{}}
+	r := &Reader{exec: e, lvm: lvm.New(e), maxHold: DefaultMaxHold, releaseTimeout: DefaultReleaseTimeout,
+		locks: &poolLocks{}}
 	for _, o := range opts {
 		o(r)
 	}

@@ -75,7 +75,7 @@ func (r *Reader) Lookup(ctx context.Context, vg string, names ...string) ([]Thin
 		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	var rows []lvRow
-	err := r.exec.Exec(ctx, exec.Cmd{Name: lvm.Command, Args: LookupArgs(vg), Stdout: func(rd io.Reader) error {
+	err := r.lvm.Read(ctx, func(rd io.Reader) error {
 		var rep struct {
 			Report []struct {
 				LV []lvRow `json:"lv"`
@@ -88,7 +88,7 @@ func (r *Reader) Lookup(ctx context.Context, vg string, names ...string) ([]Thin
 			rows = append(rows, p.LV...)
 		}
 		return nil
-	}})
+	}, LookupArgs(vg)...)
 	if err != nil {
 		if exec.StderrContains(err, "not found") {
 			return nil, fmt.Errorf("VG %s: %w: %w", vg, ErrNotFound, err)

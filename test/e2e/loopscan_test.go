@@ -11,7 +11,7 @@ import (
 // TestTenantVolumeGroupStaysInItsVolume: LVM metadata that a pod writes into its own Block volume,
 // here a VG named like the node's thick volume group, does not reach the product's lvm2 commands.
 // The kubelet attaches a loop device to the volume on the node, and lvm2 without the product's
-// filter (devices.HideKubeletLoops) sees two VGs named thick there and refuses every command on
+// filter (devices.NewLoopFilter) sees two VGs named thick there and refuses every command on
 // the name ("Multiple VGs found with the same name"). While the pod runs, a new thick claim on the
 // node is provisioned, used and deleted.
 func TestTenantVolumeGroupStaysInItsVolume(t *testing.T) {
