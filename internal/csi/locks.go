@@ -1,6 +1,11 @@
 package csi
 
-import "sync"
+import (
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
 
 // VolumeLocks serialises operations per volume: one operation per ID at a time, and a second one is
 // refused rather than queued (the RPC answers codes.Aborted and the caller retries). Operations on
@@ -10,22 +15,22 @@ type VolumeLocks struct {
 	held map[string]struct{}
 }
 
-// TryAcquire takes the lock of id and reports whether it was free.
-func (l *VolumeLocks) TryAcquire(id string) bool {
+// Lock takes the lock of id and returns its release. While another operation holds it, the error
+// is the RPC's answer: codes.Aborted, which tells the caller to retry.
+func (l *VolumeLocks) Lock(id string) (release func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, busy := l.held[id]; busy {
-		return false
+		return nil, status.Errorf(codes.Aborted, "an operation on %s is already in progress", id)
 	}
 	if l.held == nil {
 		l.held = map[string]struct{}{}
 	}
 	l.held[id] = struct{}{}
-	return true
+	return func() { l.release(id) }, nil
 }
 
-// Release frees the lock of id.
-func (l *VolumeLocks) Release(id string) {
+func (l *VolumeLocks) release(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.held, id)

@@ -2,9 +2,12 @@ package csi
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func TestRequestedSize(t *testing.T) {
@@ -117,15 +120,18 @@ func TestValidateCapabilities(t *testing.T) {
 
 func TestVolumeLocks(t *testing.T) {
 	var l VolumeLocks
-	if !l.TryAcquire("a") || !l.TryAcquire("b") {
-		t.Fatal("free locks were refused")
+	releaseA, errA := l.Lock("a")
+	_, errB := l.Lock("b")
+	if errA != nil || errB != nil {
+		t.Fatalf("free locks were refused: %v, %v", errA, errB)
 	}
-	if l.TryAcquire("a") {
-		t.Fatal("a held lock was granted again")
+	_, err := l.Lock("a")
+	if status.Code(err) != codes.Aborted || !strings.Contains(err.Error(), "a is already in progress") {
+		t.Fatalf("a held lock: %v, want Aborted naming it", err)
 	}
-	l.Release("a")
-	if !l.TryAcquire("a") {
-		t.Fatal("a released lock was refused")
+	releaseA()
+	if _, err := l.Lock("a"); err != nil {
+		t.Fatalf("a released lock was refused: %v", err)
 	}
 }
 

@@ -31,10 +31,11 @@ func (s *Server) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if err := lvmcsi.ValidateCapabilities(req.GetVolumeCapabilities()); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	if !s.locks.TryAcquire(name) {
-		return nil, aborted(name)
+	release, err := s.locks.Lock(name)
+	if err != nil {
+		return nil, err
 	}
-	defer s.locks.Release(name)
+	defer release()
 
 	start := s.clock.Now()
 	want, err := s.desiredVolume(ctx, req)

@@ -72,8 +72,3 @@ func rpcError(err error) error {
 	}
 	return status.Error(code, err.Error())
 }
-
-// aborted is the answer to a call on a volume another call is working on.
-func aborted(id string) error {
-	return status.Errorf(codes.Aborted, "an operation on %s is already in progress", id)
-}

@@ -29,10 +29,11 @@ func (s *Server) CreateSnapshot(
 	if name == "" || sourceID == "" {
 		return nil, status.Error(codes.InvalidArgument, "name and source volume ID are required")
 	}
-	if !s.locks.TryAcquire(name) {
-		return nil, aborted(name)
+	release, err := s.locks.Lock(name)
+	if err != nil {
+		return nil, err
 	}
-	defer s.locks.Release(name)
+	defer release()
 
 	want, err := s.desiredSnapshot(ctx, name, sourceID)
 	if err != nil {
@@ -86,10 +87,11 @@ func (s *Server) DeleteSnapshot(
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot ID is required")
 	}
-	if !s.locks.TryAcquire(id) {
-		return nil, aborted(id)
+	release, err := s.locks.Lock(id)
+	if err != nil {
+		return nil, err
 	}
-	defer s.locks.Release(id)
+	defer release()
 	if err := s.deleteByVolumeID(ctx, id); err != nil {
 		return nil, rpcError(err)
 	}

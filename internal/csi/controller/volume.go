@@ -24,10 +24,11 @@ func (s *Server) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID is required")
 	}
-	if !s.locks.TryAcquire(id) {
-		return nil, aborted(id)
+	release, err := s.locks.Lock(id)
+	if err != nil {
+		return nil, err
 	}
-	defer s.locks.Release(id)
+	defer release()
 	if err := s.deleteByVolumeID(ctx, id); err != nil {
 		return nil, rpcError(err)
 	}
@@ -76,10 +77,11 @@ func (s *Server) ControllerExpandVolume(
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
 	}
-	if !s.locks.TryAcquire(id) {
-		return nil, aborted(id)
+	release, err := s.locks.Lock(id)
+	if err != nil {
+		return nil, err
 	}
-	defer s.locks.Release(id)
+	defer release()
 
 	size, err := lvmcsi.RequestedSize(req.GetCapacityRange(), 0)
 	if err != nil {

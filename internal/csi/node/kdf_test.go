@@ -60,7 +60,8 @@ func TestKeyDerivationsAreCapped(t *testing.T) {
 			}
 		})
 	}
-	for range calls {
+	started := func() {
+		t.Helper()
 		select {
 		case <-h.started:
 		case <-time.After(10 * time.Second):
@@ -72,6 +73,17 @@ func TestKeyDerivationsAreCapped(t *testing.T) {
 		if running > maxKeyDerivations {
 			t.Fatalf("%d key derivations at once, want at most %d", running, maxKeyDerivations)
 		}
+	}
+	// The first maxKeyDerivations start without waiting for each other; each of the rest starts
+	// only when one of those running ends.
+	for range maxKeyDerivations {
+		started()
+	}
+	for range calls - maxKeyDerivations {
+		h.release <- struct{}{}
+		started()
+	}
+	for range maxKeyDerivations {
 		h.release <- struct{}{}
 	}
 	wg.Wait()

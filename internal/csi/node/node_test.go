@@ -139,11 +139,12 @@ func TestNewRequiresDependencies(t *testing.T) {
 
 func TestOperationsOnOneVolumeAreAborted(t *testing.T) {
 	f := newFixture(t, "ext4")
-	if !f.srv.locks.TryAcquire(volID) {
-		t.Fatal("lock busy")
+	release, err := f.srv.locks.Lock(volID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	defer f.srv.locks.Release(volID)
-	_, err := f.srv.NodePublishVolume(t.Context(), publishReq(f.target("a"), mountCap("ext4"), false))
+	defer release()
+	_, err = f.srv.NodePublishVolume(t.Context(), publishReq(f.target("a"), mountCap("ext4"), false))
 	wantCode(t, err, codes.Aborted)
 	_, err = f.srv.NodeUnpublishVolume(
 		t.Context(),

@@ -32,10 +32,11 @@ func (s *Server) NodePublishVolume(
 	if err != nil {
 		return nil, err
 	}
-	if !s.locks.TryAcquire(id) {
-		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
+	release, err := s.locks.Lock(id)
+	if err != nil {
+		return nil, err
 	}
-	defer s.locks.Release(id)
+	defer release()
 
 	dev, _, err := s.volumes.Device(ctx, id)
 	if err != nil {
@@ -208,10 +209,11 @@ func (s *Server) NodeUnpublishVolume(
 	if err := confine(s.kubeletDir, target); err != nil {
 		return nil, rpcError(err)
 	}
-	if !s.locks.TryAcquire(id) {
-		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
+	release, err := s.locks.Lock(id)
+	if err != nil {
+		return nil, err
 	}
-	defer s.locks.Release(id)
+	defer release()
 	if err := mount.CleanupMountPoint(target, s.mounter, true); err != nil {
 		return nil, status.Errorf(codes.Internal, "unmount %s: %v", target, err)
 	}

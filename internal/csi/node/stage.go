@@ -25,10 +25,11 @@ func (s *Server) NodeStageVolume(
 	if err != nil {
 		return nil, err
 	}
-	if !s.locks.TryAcquire(id) {
-		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
+	release, err := s.locks.Lock(id)
+	if err != nil {
+		return nil, err
 	}
-	defer s.locks.Release(id)
+	defer release()
 
 	dev, _, err := s.volumes.Device(ctx, id)
 	if err != nil {
@@ -66,10 +67,11 @@ func (s *Server) NodeUnstageVolume(
 	if err := confine(s.kubeletDir, staging); err != nil {
 		return nil, rpcError(err)
 	}
-	if !s.locks.TryAcquire(id) {
-		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
+	release, err := s.locks.Lock(id)
+	if err != nil {
+		return nil, err
 	}
-	defer s.locks.Release(id)
+	defer release()
 
 	name := mappingName(id)
 	closed, err := s.closeLUKS(ctx, name)

@@ -27,10 +27,11 @@ func (s *Server) NodeExpandVolume(
 	if id == "" || path == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID and volume path are required")
 	}
-	if !s.locks.TryAcquire(id) {
-		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is already in progress", id)
+	release, err := s.locks.Lock(id)
+	if err != nil {
+		return nil, err
 	}
-	defer s.locks.Release(id)
+	defer release()
 
 	dev, size, err := s.volumes.Device(ctx, id)
 	if err != nil {
