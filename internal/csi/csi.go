@@ -1,6 +1,6 @@
-// Package csi holds what the CSI services of driver topolvm.io share: the driver name and topology key,
-// StorageClass parameter names, volume size rules, access-mode validation, per-volume locks, a logging
-// gRPC interceptor and a unix-socket gRPC server.
+// Package csi holds what the CSI services of driver topolvm.io share: volume size rules, access-mode
+// validation, encryption parameters, per-volume locks, a logging gRPC interceptor and a unix-socket
+// gRPC server. The driver's names are in internal/driver.
 //
 // The services themselves live in the sub-packages identity, controller and node.
 package csi
@@ -10,37 +10,18 @@ import (
 	"fmt"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
-// Names shared with TopoLVM and OpenShift LVMS; changing any of them breaks existing volumes.
+// Names of the secrets the node service reads.
 const (
-	// DriverName is the CSI driver name (CSIDriver object, StorageClass provisioner).
-	DriverName = "topolvm.io"
-	// TopologyNodeKey is the topology segment key whose value is the node name.
-	TopologyNodeKey = "topology.topolvm.io/node"
-	// ParamDeviceClass is the StorageClass parameter naming the device class; empty means the default.
-	ParamDeviceClass = "topolvm.io/device-class"
-	// ParamLvcreateOptionClass is the StorageClass parameter naming an lvcreate option class.
-	ParamLvcreateOptionClass = "topolvm.io/lvcreate-option-class"
-	// ParamFSType is the StorageClass parameter for the filesystem; the external-provisioner moves it into
-	// the volume capability's fs_type.
-	ParamFSType = "csi.storage.k8s.io/fstype"
-	// CapacityAnnotationPrefix prefixes the node annotation carrying the free bytes of a device class:
-	// capacity.topolvm.io/<deviceClass>.
-	CapacityAnnotationPrefix = "capacity.topolvm.io/"
-	// ParamEncryption is the StorageClass parameter (ours, opt-in) asking for encryption at rest; the only
-	// value is EncryptionLUKS2. The controller copies it into the volume context (and the LogicalVolume's
-	// annotations) so the node service sees it in NodeStage and NodePublish.
-	ParamEncryption = "topolvm.io/encryption"
 	// SecretKeyPassphrase is the key of the node-stage and node-expand Secrets holding the passphrase of an
 	// encrypted volume (its exact bytes, a trailing newline included).
 	SecretKeyPassphrase = "key"
-	// DefaultDeviceClassKey is the annotation suffix the node uses for its default device class
-	// (capacity.topolvm.io/00default), which requests with an empty device class consult.
-	DefaultDeviceClassKey = "00default"
 )
 
-// Encryption values of ParamEncryption.
+// Encryption values of driver.ParamEncryption.
 const (
 	// EncryptionLUKS2 puts a LUKS2 container (cryptsetup) on the LV; the filesystem or the raw block
 	// device a pod sees is the dm-crypt mapping opened in NodeStageVolume.
@@ -50,18 +31,24 @@ const (
 	LUKS2HeaderSize = 16 * MiB
 )
 
-// ErrInvalidEncryption is wrapped by a refused ParamEncryption value.
+// ErrInvalidEncryption is wrapped by a refused driver.ParamEncryption value.
 var ErrInvalidEncryption = errors.New("unsupported encryption")
 
-// Encryption returns the encryption ParamEncryption asks for in params (a StorageClass's parameters or a
+// Encryption returns the encryption driver.ParamEncryption asks for in params (a StorageClass's parameters or a
 // volume context): "" for none or EncryptionLUKS2; any other value is an error wrapping
 // ErrInvalidEncryption.
 func Encryption(params map[string]string) (string, error) {
-	switch v := params[ParamEncryption]; v {
+	switch v := params[driver.ParamEncryption]; v {
 	case "", EncryptionLUKS2:
 		return v, nil
 	default:
-		return "", fmt.Errorf("%w: %s %q (supported: %q)", ErrInvalidEncryption, ParamEncryption, v, EncryptionLUKS2)
+		return "", fmt.Errorf(
+			"%w: %s %q (supported: %q)",
+			ErrInvalidEncryption,
+			driver.ParamEncryption,
+			v,
+			EncryptionLUKS2,
+		)
 	}
 }
 
@@ -73,14 +60,6 @@ const (
 	// DefaultFSType is used when neither the capability nor the parameters name a filesystem.
 	DefaultFSType = FSExt4
 )
-
-// CapacityAnnotation returns the node annotation key holding the free bytes of deviceClass.
-func CapacityAnnotation(deviceClass string) string {
-	if deviceClass == "" {
-		deviceClass = DefaultDeviceClassKey
-	}
-	return CapacityAnnotationPrefix + deviceClass
-}
 
 // ErrInvalidCapability is wrapped by every capability validation failure.
 var ErrInvalidCapability = errors.New("unsupported volume capability")
@@ -139,12 +118,12 @@ func IsBlock(caps ...*spec.VolumeCapability) bool {
 	return false
 }
 
-// FSType returns the filesystem of a mount capability: its fs_type, else the ParamFSType parameter,
+// FSType returns the filesystem of a mount capability: its fs_type, else the driver.ParamFSType parameter,
 // else DefaultFSType. It fails for filesystems the driver does not support.
 func FSType(c *spec.VolumeCapability, params map[string]string) (string, error) {
 	fs := c.GetMount().GetFsType()
 	if fs == "" {
-		fs = params[ParamFSType]
+		fs = params[driver.ParamFSType]
 	}
 	if fs == "" {
 		fs = DefaultFSType

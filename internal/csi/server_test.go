@@ -17,6 +17,7 @@ import (
 
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	"github.com/lvm-operator/lvm-operator/internal/csi/identity"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 func TestParseEndpoint(t *testing.T) {
@@ -81,7 +82,7 @@ func TestServerServesLogsAndStops(t *testing.T) {
 		&spec.GetPluginInfoRequest{},
 		grpc.WaitForReady(true),
 	)
-	if err != nil || info.GetName() != lvmcsi.DriverName {
+	if err != nil || info.GetName() != driver.Name {
 		t.Fatalf("GetPluginInfo: %v, %v", info, err)
 	}
 	cancel()

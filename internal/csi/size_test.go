@@ -134,12 +134,3 @@ func TestVolumeLocks(t *testing.T) {
 		t.Fatalf("a released lock was refused: %v", err)
 	}
 }
-
-func TestCapacityAnnotation(t *testing.T) {
-	if got := CapacityAnnotation(""); got != "capacity.topolvm.io/00default" {
-		t.Errorf("default: %s", got)
-	}
-	if got := CapacityAnnotation("vg1"); got != "capacity.topolvm.io/vg1" {
-		t.Errorf("vg1: %s", got)
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/placement"
 )
 
@@ -115,7 +116,7 @@ func listVolumes(
 		return nil, nil, fmt.Errorf("list LogicalVolumes: %w", err)
 	}
 	pvs := slices.DeleteFunc(pvList.Items, func(pv corev1.PersistentVolume) bool {
-		return pv.Spec.CSI == nil || pv.Spec.CSI.Driver != placement.DriverName
+		return pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driver.Name
 	})
 	return pvs, lvList.Items, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 )
 
@@ -122,10 +121,10 @@ func (a *CapacityAnnotator) Start(ctx context.Context) error {
 func CapacityAnnotations(caps []lvmd.Capacity) map[string]string {
 	out := make(map[string]string, len(caps)+1)
 	for _, c := range caps {
-		v := strconv.FormatUint(c.FreeBytes, 10)
-		out[lvmcsi.CapacityAnnotation(c.DeviceClass)] = v
+		v := driver.FormatBytes(c.FreeBytes)
+		out[driver.CapacityAnnotation(c.DeviceClass)] = v
 		if c.Default {
-			out[lvmcsi.CapacityAnnotation("")] = v
+			out[driver.CapacityAnnotation("")] = v
 		}
 	}
 	return out
@@ -140,7 +139,7 @@ func (a *CapacityAnnotator) sync(ctx context.Context, want map[string]string) er
 		}
 		a.written = map[string]string{}
 		for k, v := range node.Annotations {
-			if strings.HasPrefix(k, lvmcsi.CapacityAnnotationPrefix) {
+			if strings.HasPrefix(k, driver.CapacityAnnotationPrefix) {
 				a.written[k] = v
 			}
 		}

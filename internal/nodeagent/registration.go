@@ -11,14 +11,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // Kubelet plugin registration defaults (TopoLVM's paths).
 const (
 	// DefaultRegistrationSocket is where the kubelet's plugin watcher finds the driver.
-	DefaultRegistrationSocket = "/var/lib/kubelet/plugins_registry/" + lvmcsi.DriverName + "-reg.sock"
+	DefaultRegistrationSocket = "/var/lib/kubelet/plugins_registry/" + driver.Name + "-reg.sock"
 	// DefaultCSIEndpoint is the CSI socket as the kubelet sees it.
-	DefaultCSIEndpoint = "/var/lib/kubelet/plugins/" + lvmcsi.DriverName + "/node/csi-topolvm.sock"
+	DefaultCSIEndpoint = "/var/lib/kubelet/plugins/" + driver.Name + "/node/csi-topolvm.sock"
 	// supportedVersion is the CSI version the kubelet is told the driver speaks.
 	supportedVersion = "1.0.0"
 )
@@ -77,7 +78,7 @@ func NewRegistration(o RegistrationOptions) *Registration {
 func (r *Registration) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
 	return &registerapi.PluginInfo{
 		Type:              registerapi.CSIPlugin,
-		Name:              lvmcsi.DriverName,
+		Name:              driver.Name,
 		Endpoint:          r.endpoint,
 		SupportedVersions: []string{supportedVersion},
 	}, nil
@@ -91,7 +92,7 @@ func (r *Registration) NotifyRegistrationStatus(
 	r.mu.Lock()
 	r.status = RegistrationStatus{Reported: true, Registered: st.GetPluginRegistered(), Error: st.GetError()}
 	r.mu.Unlock()
-	log := ctrl.LoggerFrom(ctx).WithValues("driver", lvmcsi.DriverName, "endpoint", r.endpoint)
+	log := ctrl.LoggerFrom(ctx).WithValues("driver", driver.Name, "endpoint", r.endpoint)
 	if st.GetPluginRegistered() {
 		log.Info("Kubelet registered the CSI driver")
 	} else {

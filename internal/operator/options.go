@@ -11,6 +11,7 @@ import (
 
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/controller/noderemoval"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	lvmswebhook "github.com/lvm-operator/lvm-operator/internal/webhook"
 )
 
@@ -95,7 +96,7 @@ func (o *Options) AddFlags(fl *pflag.FlagSet) {
 		"changed block tracking: issue the certificates of the node agents' snapshot metadata endpoints, of "+
 			"`lvms snapshot-metadata` and of the external-snapshot-metadata sidecar, make the node agents serve, run "+
 			"the sidecar's Deployment "+lvmcluster.SnapshotMetadataName+" and apply the SnapshotMetadataService "+
-			lvmcluster.DriverName+" (needs that CRD; docs/changed-blocks.md); default: true if $"+SnapshotMetadataEnv+
+			driver.Name+" (needs that CRD; docs/changed-blocks.md); default: true if $"+SnapshotMetadataEnv+
 			" is \"true\" (how an OLM Subscription turns it on)")
 	fl.StringVar(&o.SnapshotMetadataSidecarImage, "snapshot-metadata-sidecar-image",
 		cmp.Or(os.Getenv(SnapshotMetadataSidecarImageEnv), lvmcluster.DefaultSnapshotMetadataSidecarImage),

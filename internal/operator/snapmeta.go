@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/snapmeta"
 )
 
@@ -112,7 +113,7 @@ func (s smsSync) Start(ctx context.Context) error {
 		if err == nil && ca != "" && ca != applied {
 			if err = s.apply(ctx, ca); err == nil {
 				applied = ca
-				log.Info("Applied the SnapshotMetadataService", "name", lvmcluster.DriverName, "address", s.address)
+				log.Info("Applied the SnapshotMetadataService", "name", driver.Name, "address", s.address)
 			}
 		}
 		if err != nil && ctx.Err() == nil {
@@ -145,16 +146,16 @@ func (s smsSync) ca(ctx context.Context) (string, error) {
 func (s smsSync) apply(ctx context.Context, caPEM string) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(snapshotMetadataGVK)
-	u.SetName(lvmcluster.DriverName)
+	u.SetName(driver.Name)
 	u.Object["spec"] = map[string]any{
 		"address":  s.address,
-		"audience": lvmcluster.DriverName,
+		"audience": driver.Name,
 		"caCert":   base64.StdEncoding.EncodeToString([]byte(caPEM)),
 	}
 	if err := s.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(lvmcluster.FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply SnapshotMetadataService %s (is the CRD of external-snapshot-metadata installed?): %w",
-			lvmcluster.DriverName, err)
+			driver.Name, err)
 	}
 	return nil
 }

@@ -4,13 +4,15 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // nodeFits compares every node's capacity for deviceClass with requested bytes.
@@ -42,31 +44,30 @@ func nodeFits(
 }
 
 // nodeFit judges one node: a volume group the node reports not Ready is not a candidate whatever its
-// annotation says; otherwise the capacity annotation decides.
+// annotation says; otherwise the capacity annotation decides, by the fit check the scheduler
+// extender uses (driver.NodeFit).
 func nodeFit(n *corev1.Node, vg *lvmv1alpha1.VGStatus, deviceClass string, requested int64) NodeFit {
 	f := NodeFit{Node: n.Name}
 	if vg != nil {
 		f.State, f.Reason = VGState(*vg), vg.Reason
 	}
-	key := CapacityAnnotationPrefix + deviceClass
-	raw, annotated := n.Annotations[key]
-	if annotated {
-		if free, err := strconv.ParseInt(raw, 10, 64); err == nil {
-			f.FreeBytes = &free
-		}
+	fit, free := driver.NodeFit(n.Annotations, deviceClass, uint64(max(requested, 0)))
+	if fit == driver.Fits || fit == driver.TooSmall {
+		f.FreeBytes = ptr.To(int64(min(free, math.MaxInt64)))
 	}
 	switch {
 	case vg != nil && f.State != string(lvmv1alpha1.VGStatusReady):
 		f.Fit = FitNotReady
-	case vg == nil && !annotated:
+	case fit == driver.NoAnnotation && vg == nil:
 		f.Fit = FitNotOnNode
-	case f.FreeBytes == nil:
+	case fit == driver.NoAnnotation:
 		f.Fit = FitUnknown
-		f.Reason = fmt.Sprintf("annotation %s is missing", key)
-		if annotated {
-			f.Reason = fmt.Sprintf("annotation %s is %q, not a number of bytes", key, raw)
-		}
-	case *f.FreeBytes >= requested:
+		f.Reason = fmt.Sprintf("annotation %s is missing", driver.CapacityAnnotation(deviceClass))
+	case fit == driver.Malformed:
+		f.Fit = FitUnknown
+		_, _, err := driver.FreeBytes(n.Annotations, deviceClass)
+		f.Reason = err.Error()
+	case fit == driver.Fits:
 		f.Fit = FitFits
 	default:
 		f.Fit = FitTooSmall

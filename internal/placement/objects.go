@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // PVNode is the node that a PV's node affinity names with the CSI topology key, or "".
@@ -20,7 +21,7 @@ func PVNode(pv *corev1.PersistentVolume) string {
 	}
 	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
 		for _, e := range term.MatchExpressions {
-			if e.Key == TopologyNodeKey && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
+			if e.Key == driver.TopologyNodeKey && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
 				return e.Values[0]
 			}
 		}

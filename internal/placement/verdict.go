@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // maxListedNodes bounds how many node names a verdict lists.
@@ -13,7 +15,7 @@ const maxListedNodes = 3
 // verdict sums the report up in one sentence.
 func (r *Report) verdict() string {
 	if b := r.Bound; b != nil {
-		if b.Driver != DriverName {
+		if b.Driver != driver.Name {
 			return fmt.Sprintf("the claim is Bound to %s, a volume of %s, not of lvms", b.PersistentVolume,
 				orDash(b.Driver))
 		}

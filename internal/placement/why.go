@@ -14,6 +14,7 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // Why explains the claim key with its Warning events; operatorNamespace holds the LVMCluster and the
@@ -85,7 +86,7 @@ func boundVolume(ctx context.Context, c client.Reader, pvName string) (*BoundVol
 		return b, nil
 	}
 	b.Driver, b.VolumeID = pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle
-	if b.Driver != DriverName {
+	if b.Driver != driver.Name {
 		return b, nil
 	}
 	var lvs topolvmv1.LogicalVolumeList
@@ -124,12 +125,12 @@ func (r *Report) resolveStorageClass(
 	if sc.VolumeBindingMode != nil {
 		r.VolumeBindingMode = string(*sc.VolumeBindingMode)
 	}
-	if sc.Provisioner != DriverName {
+	if sc.Provisioner != driver.Name {
 		r.StorageClassProblem = fmt.Sprintf("StorageClass %s is provisioned by %s, not by %s: lvms does not "+
-			"provision this claim", *name, sc.Provisioner, DriverName)
+			"provision this claim", *name, sc.Provisioner, driver.Name)
 		return nil
 	}
-	r.DeviceClass = sc.Parameters[ParamDeviceClass]
+	r.DeviceClass = sc.Parameters[driver.ParamDeviceClass]
 	if r.DeviceClass != "" {
 		return nil
 	}
@@ -139,7 +140,7 @@ func (r *Report) resolveStorageClass(
 	}
 	if def == "" {
 		r.StorageClassProblem = fmt.Sprintf("StorageClass %s names no device class (parameter %s) and no "+
-			"LVMCluster in %s has a default device class", *name, ParamDeviceClass, operatorNamespace)
+			"LVMCluster in %s has a default device class", *name, driver.ParamDeviceClass, operatorNamespace)
 		return nil
 	}
 	r.DeviceClass, r.DefaultDeviceClass = def, true

@@ -4,40 +4,23 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
-	"github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // podRequests returns the bytes the pod asks for per device-class key, from its annotations
-// capacity.topolvm.io/<key> (decimal bytes). An annotation with an empty key, or a value that is
-// not a non-negative integer, asks for nothing, as in TopoLVM: the pod is then placed without that
-// check rather than never.
-func podRequests(pod *corev1.Pod) map[string]int64 {
-	requests := map[string]int64{}
-	for k, v := range pod.Annotations {
-		dc, ok := strings.CutPrefix(k, csi.CapacityAnnotationPrefix)
-		if !ok || dc == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			continue
-		}
-		requests[dc] = n
-	}
-	return requests
-}
+// capacity.topolvm.io/<key> (driver.Requests).
+func podRequests(pod *corev1.Pod) map[string]uint64 { return driver.Requests(pod.Annotations) }
 
 // requestedClasses returns the device-class keys of the pod's capacity annotations, sorted.
 func requestedClasses(pod *corev1.Pod) []string {
 	var classes []string
 	for k := range pod.Annotations {
-		if dc, ok := strings.CutPrefix(k, csi.CapacityAnnotationPrefix); ok && dc != "" {
+		if dc, ok := strings.CutPrefix(k, driver.CapacityAnnotationPrefix); ok && dc != "" {
 			classes = append(classes, dc)
 		}
 	}
@@ -49,7 +32,7 @@ func requestedClasses(pod *corev1.Pod) []string {
 //
 // The nodes that fail are reported as unresolvable (TopoLVM reports them as failed): evicting pods
 // frees no space in a volume group, so the scheduler must not preempt on them for this pod.
-func filterNodes(nodes []corev1.Node, requests map[string]int64) extenderv1.ExtenderFilterResult {
+func filterNodes(nodes []corev1.Node, requests map[string]uint64) extenderv1.ExtenderFilterResult {
 	passed := &corev1.NodeList{Items: []corev1.Node{}}
 	if len(requests) == 0 {
 		passed.Items = append(passed.Items, nodes...)
@@ -68,23 +51,18 @@ func filterNodes(nodes []corev1.Node, requests map[string]int64) extenderv1.Exte
 }
 
 // nodeFailure returns why the node cannot hold the requests ("" if it can), one reason per device
-// class that does not fit, in the order of classes. The reasons name no node or size: the
-// scheduler counts nodes per reason in the pod's FailedScheduling event.
-func nodeFailure(node *corev1.Node, requests map[string]int64, classes []string) string {
+// class that does not fit (driver.NodeFit), in the order of classes. The reasons name no node or
+// size: the scheduler counts nodes per reason in the pod's FailedScheduling event.
+func nodeFailure(node *corev1.Node, requests map[string]uint64, classes []string) string {
 	var reasons []string
 	for _, dc := range classes {
-		key := csi.CapacityAnnotationPrefix + dc
-		v, ok := node.Annotations[key]
-		if !ok {
+		key := driver.CapacityAnnotationPrefix + dc
+		switch fit, _ := driver.NodeFit(node.Annotations, dc, requests[dc]); fit {
+		case driver.NoAnnotation:
 			reasons = append(reasons, "no capacity annotation "+key)
-			continue
-		}
-		free, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			reasons = append(reasons, fmt.Sprintf("bad capacity annotation %s: %q", key, v))
-			continue
-		}
-		if free < uint64(requests[dc]) { // podRequests keeps non-negative values only
+		case driver.Malformed:
+			reasons = append(reasons, fmt.Sprintf("bad capacity annotation %s: %q", key, node.Annotations[key]))
+		case driver.TooSmall:
 			reasons = append(reasons, "out of VG free space for device class "+dc)
 		}
 	}

@@ -2,12 +2,11 @@ package scheduler
 
 import (
 	"math"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
-	"github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // scoreNodes scores every node for the requested device classes. A pod without capacity
@@ -32,13 +31,9 @@ func (h *Handler) scoreNodes(nodes []corev1.Node, classes []string) extenderv1.H
 func (h *Handler) nodeScore(node *corev1.Node, classes []string) int64 {
 	score := int64(-1)
 	for _, dc := range classes {
-		v, ok := node.Annotations[csi.CapacityAnnotationPrefix+dc]
-		if !ok {
+		free, present, _ := driver.FreeBytes(node.Annotations, dc)
+		if !present {
 			continue
-		}
-		free, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			free = 0
 		}
 		if s := capacityScore(free, h.divisor(dc)); score < 0 || s < score {
 			score = s

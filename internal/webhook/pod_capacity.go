@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 const (
@@ -168,7 +168,7 @@ func capacityRequests(claims []podClaim, classes map[string]*storagev1.StorageCl
 	requests := map[string]int64{}
 	for _, c := range claims {
 		sc := classes[ptr.Deref(c.spec.StorageClassName, "")]
-		if sc == nil || sc.Provisioner != csi.DriverName {
+		if sc == nil || sc.Provisioner != driver.Name {
 			continue
 		}
 		if c.bound {
@@ -178,10 +178,7 @@ func capacityRequests(claims []podClaim, classes map[string]*storagev1.StorageCl
 		if q, ok := c.spec.Resources.Requests[corev1.ResourceStorage]; ok && q.Value() > 0 {
 			size = q.Value()
 		}
-		dc := sc.Parameters[csi.ParamDeviceClass]
-		if dc == "" {
-			dc = csi.DefaultDeviceClassKey
-		}
+		dc := driver.ClassKey(sc.Parameters[driver.ParamDeviceClass])
 		requests[dc] = addSaturating(requests[dc], size)
 	}
 	return requests
@@ -202,7 +199,7 @@ func setCapacityRequests(pod *corev1.Pod, requests map[string]int64) {
 		pod.Annotations = map[string]string{}
 	}
 	for dc, n := range requests {
-		pod.Annotations[csi.CapacityAnnotationPrefix+dc] = strconv.FormatInt(n, 10)
+		pod.Annotations[driver.CapacityAnnotation(dc)] = driver.FormatBytes(uint64(n))
 	}
 	c := &pod.Spec.Containers[0]
 	one := *resource.NewQuantity(1, resource.DecimalSI)

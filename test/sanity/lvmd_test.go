@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // stripedOptionClass is the lvcreate option class of lvmdConfig.
@@ -79,7 +79,7 @@ func testOptionClass(t *testing.T, s *stack) {
 		Name:          "option-class",
 		CapacityRange: &csi.CapacityRange{RequiredBytes: volumeSize},
 		Parameters: map[string]string{
-			lvmcsi.ParamDeviceClass: "thick", lvmcsi.ParamLvcreateOptionClass: stripedOptionClass,
+			driver.ParamDeviceClass: "thick", driver.ParamLvcreateOptionClass: stripedOptionClass,
 		},
 		VolumeCapabilities: []*csi.VolumeCapability{{
 			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // Sizes of csi-sanity's volumes: small enough for the 2 GiB guest disks, large enough for ext4.
@@ -103,7 +103,7 @@ func runSanity(t *testing.T, bin string, s *stack, r sanityRun, dir, outDir stri
 		t.Fatal(err)
 	}
 	params := filepath.Join(dir, "volume-parameters.yaml")
-	if err := os.WriteFile(params, []byte(lvmcsi.ParamDeviceClass+": "+r.deviceClass+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(params, []byte(driver.ParamDeviceClass+": "+r.deviceClass+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	report := filepath.Join(outDir, "csi-sanity-"+r.name+".json")

@@ -26,9 +26,9 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
-	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	csicontroller "github.com/lvm-operator/lvm-operator/internal/csi/controller"
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/bridge"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
@@ -256,7 +256,7 @@ func (s *stack) waitForCapacity(ctx context.Context, classes ...string) error {
 
 func hasAnnotations(node *corev1.Node, classes []string) bool {
 	for _, c := range classes {
-		if _, ok := node.Annotations[lvmcsi.CapacityAnnotation(c)]; !ok {
+		if _, ok := node.Annotations[driver.CapacityAnnotation(c)]; !ok {
 			return false
 		}
 	}

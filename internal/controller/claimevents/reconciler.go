@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/placement"
 )
 
@@ -125,7 +126,7 @@ func (r *Reconciler) checkClaim(ctx context.Context, pod *corev1.Pod, name strin
 	if err != nil {
 		return false, fmt.Errorf("explain PersistentVolumeClaim %s: %w", key, err)
 	}
-	if report.Provisioner != placement.DriverName {
+	if report.Provisioner != driver.Name {
 		return false, nil
 	}
 	if !report.NoNodeFits() {

@@ -13,12 +13,13 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // Host paths the node agent needs.
 const (
 	kubeletDir        = "/var/lib/kubelet"
-	pluginDir         = kubeletDir + "/plugins/" + DriverName
+	pluginDir         = kubeletDir + "/plugins/" + driver.Name
 	registrationDir   = kubeletDir + "/plugins_registry"
 	csiSocketInPod    = "/run/topolvm/csi-topolvm.sock"
 	csiSocketDirInPod = "/run/topolvm"

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // reconcileDelete tears the operands down once no PVC uses our StorageClasses, in teardownOrder; then
@@ -125,7 +126,7 @@ func classesOnOurDeviceClasses(
 	}
 	for i := range classes.Items {
 		sc := &classes.Items[i]
-		if sc.Provisioner == DriverName && ours[StorageClassName(sc.Parameters[DeviceClassParameter])] {
+		if sc.Provisioner == driver.Name && ours[StorageClassName(sc.Parameters[driver.ParamDeviceClass])] {
 			ours[sc.Name] = true
 		}
 	}

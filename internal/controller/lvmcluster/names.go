@@ -6,14 +6,6 @@ import (
 
 // Names and labels shared by the operands.
 const (
-	// DriverName is the CSI driver name.
-	DriverName = "topolvm.io"
-	// TopologyKey is the CSI topology key that carries the node name.
-	TopologyKey = "topology.topolvm.io/node"
-	// DeviceClassParameter is the StorageClass parameter naming the device class.
-	DeviceClassParameter = "topolvm.io/device-class"
-	// FSTypeParameter is the StorageClass parameter of the filesystem type.
-	FSTypeParameter = "csi.storage.k8s.io/fstype"
 	// StorageClassPrefix prefixes the StorageClass and VolumeSnapshotClass of each device class.
 	StorageClassPrefix = "lvms-"
 	// Finalizer holds an LVMCluster until its operands are torn down.

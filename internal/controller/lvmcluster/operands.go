@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // unit is one named operand: apply writes it from the LVMCluster; remove deletes it and reports
@@ -42,7 +43,7 @@ func units() []unit {
 }
 
 func csiDriverFor(c *lvmv1alpha1.LVMCluster) *storagev1ac.CSIDriverApplyConfiguration {
-	return storagev1ac.CSIDriver(DriverName).
+	return storagev1ac.CSIDriver(driver.Name).
 		WithLabels(ownerLabels(c)).
 		WithSpec(storagev1ac.CSIDriverSpec().
 			WithAttachRequired(false).
@@ -54,7 +55,7 @@ func csiDriverFor(c *lvmv1alpha1.LVMCluster) *storagev1ac.CSIDriverApplyConfigur
 
 func applyCSIDriver(ctx context.Context, s *scope) error {
 	if err := applyOperand(ctx, s.client, csiDriverFor(s.cluster)); err != nil {
-		return fmt.Errorf("apply CSIDriver %s: %w", DriverName, err)
+		return fmt.Errorf("apply CSIDriver %s: %w", driver.Name, err)
 	}
 	return nil
 }
@@ -102,7 +103,7 @@ func madeByOperator(obj metav1.Object) bool {
 
 func removeCSIDriver(ctx context.Context, s *scope) (bool, error) {
 	d := &storagev1.CSIDriver{}
-	d.Name = DriverName
+	d.Name = driver.Name
 	return deleteObject(ctx, s.client, d)
 }
 

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // Optional APIs: written only when the API server serves them.
@@ -42,9 +43,9 @@ func newUnstructured(gvk schema.GroupVersionKind, name string, labels map[string
 func snapshotClassFor(c *lvmv1alpha1.LVMCluster, dc *lvmv1alpha1.DeviceClass) *unstructured.Unstructured {
 	u := newUnstructured(SnapshotClassGVK, StorageClassName(dc.Name),
 		withLabels(ownerLabels(c), map[string]string{LabelDeviceClass: dc.Name}))
-	u.Object["driver"] = DriverName
+	u.Object["driver"] = driver.Name
 	u.Object["deletionPolicy"] = "Delete"
-	u.Object["parameters"] = map[string]any{DeviceClassParameter: dc.Name}
+	u.Object["parameters"] = map[string]any{driver.ParamDeviceClass: dc.Name}
 	return u
 }
 

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // SetupWithManager registers the controller and its watches: the LVMCluster, its owned operands
@@ -41,7 +42,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(
 			&storagev1.CSIDriver{},
 			toAll,
-			builder.WithPredicates(named(func(n string) bool { return n == DriverName })),
+			builder.WithPredicates(named(func(n string) bool { return n == driver.Name })),
 		).
 		Watches(&lvmv1alpha1.LVMVolumeGroupNodeStatus{}, toAll).
 		Watches(&corev1.Node{}, toAll, builder.WithPredicates(nodeSchedulingChanged())).

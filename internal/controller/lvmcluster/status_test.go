@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 func testNode(name string, mutate ...func(*corev1.Node)) corev1.Node {
@@ -159,7 +160,7 @@ func TestStorageClassDefaultAndOptions(t *testing.T) {
 	if _, ok := sc.Annotations[AnnotationDefaultStorageClass]; ok {
 		t.Error("marked default although markDefault=false")
 	}
-	if sc.Parameters[FSTypeParameter] != "ext4" || sc.Parameters[DeviceClassParameter] != "vg1" ||
+	if sc.Parameters[driver.ParamFSType] != "ext4" || sc.Parameters[driver.ParamDeviceClass] != "vg1" ||
 		sc.Parameters["x"] != "y" {
 		t.Errorf("parameters %v", sc.Parameters)
 	}

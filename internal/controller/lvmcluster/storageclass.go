@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // storageClassFor builds the StorageClass of a device class. markDefault says whether it carries the
@@ -40,12 +41,12 @@ func storageClassFor(
 		extraLabels = o.AdditionalLabels
 	}
 	// The driver's own parameters win over anything additional (the schema also forbids them).
-	params[DeviceClassParameter] = dc.Name
-	params[FSTypeParameter] = string(fstype)
+	params[driver.ParamDeviceClass] = dc.Name
+	params[driver.ParamFSType] = string(fstype)
 
 	sc := storagev1ac.StorageClass(StorageClassName(dc.Name)).
 		WithLabels(withLabels(extraLabels, ownerLabels(c), map[string]string{LabelDeviceClass: dc.Name})).
-		WithProvisioner(DriverName).
+		WithProvisioner(driver.Name).
 		WithParameters(params).
 		WithReclaimPolicy(reclaim).
 		WithVolumeBindingMode(binding).

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/placement"
 )
 
@@ -34,7 +35,7 @@ func nodeOfVolume(_ context.Context, o client.Object) []reconcile.Request {
 
 // ofDriver tells whether pv is a volume of the topolvm.io CSI driver.
 func ofDriver(pv *corev1.PersistentVolume) bool {
-	return pv.Spec.CSI != nil && pv.Spec.CSI.Driver == placement.DriverName
+	return pv.Spec.CSI != nil && pv.Spec.CSI.Driver == driver.Name
 }
 
 // deleteClaimsOf handles the claims bound to the topolvm.io PersistentVolumes that the removed node

@@ -16,7 +16,7 @@ import (
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/noderemoval"
-	"github.com/lvm-operator/lvm-operator/internal/placement"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // claimNamespace holds the test claims, as a user's namespace would.
@@ -40,10 +40,10 @@ func TestClaimsDeletedOnlyWithTheFlag(t *testing.T) {
 	if err := k8s.Create(ctx, status); err != nil {
 		t.Fatal(err)
 	}
-	gone := boundClaim(ctx, t, "on-gone-node", "claims-gone", placement.DriverName, false)
-	alive := boundClaim(ctx, t, "on-alive-node", "claims-alive", placement.DriverName, false)
+	gone := boundClaim(ctx, t, "on-gone-node", "claims-gone", driver.Name, false)
+	alive := boundClaim(ctx, t, "on-alive-node", "claims-alive", driver.Name, false)
 	otherDriver := boundClaim(ctx, t, "other-driver", "claims-gone", "other.csi.example.com", false)
-	recreated := boundClaim(ctx, t, "recreated", "claims-gone", placement.DriverName, true)
+	recreated := boundClaim(ctx, t, "recreated", "claims-gone", driver.Name, true)
 
 	// The manager without the flag: once it has handled the node's deletion (its node status is
 	// gone), the claim stays.
@@ -100,7 +100,7 @@ func TestClaimsDeletedOnlyWithTheFlag(t *testing.T) {
 func boundClaim(
 	ctx context.Context,
 	t *testing.T,
-	name, node, driver string,
+	name, node, driverName string,
 	staleRef bool,
 ) *corev1.PersistentVolumeClaim {
 	t.Helper()
@@ -128,14 +128,14 @@ func boundClaim(
 			AccessModes:                   rwo,
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{
-				CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: name},
+				CSI: &corev1.CSIPersistentVolumeSource{Driver: driverName, VolumeHandle: name},
 			},
 			ClaimRef: &corev1.ObjectReference{
 				Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: claimNamespace, Name: name, UID: uid,
 			},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
-					Key: placement.TopologyNodeKey, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+					Key: driver.TopologyNodeKey, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
 				}}}},
 			}},
 		},

@@ -14,6 +14,7 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 var seq atomic.Int64
@@ -62,8 +63,8 @@ func createReq(name string, opts ...reqOpt) *csi.CreateVolumeRequest {
 func onNode(n string) reqOpt {
 	return func(r *csi.CreateVolumeRequest) {
 		r.AccessibilityRequirements = &csi.TopologyRequirement{
-			Preferred: []*csi.Topology{{Segments: map[string]string{lvmcsi.TopologyNodeKey: n}}},
-			Requisite: []*csi.Topology{{Segments: map[string]string{lvmcsi.TopologyNodeKey: n}}},
+			Preferred: []*csi.Topology{{Segments: map[string]string{driver.TopologyNodeKey: n}}},
+			Requisite: []*csi.Topology{{Segments: map[string]string{driver.TopologyNodeKey: n}}},
 		}
 	}
 }
@@ -74,7 +75,7 @@ func preferring(nodes ...string) reqOpt {
 	return func(r *csi.CreateVolumeRequest) {
 		var top []*csi.Topology
 		for _, n := range nodes {
-			top = append(top, &csi.Topology{Segments: map[string]string{lvmcsi.TopologyNodeKey: n}})
+			top = append(top, &csi.Topology{Segments: map[string]string{driver.TopologyNodeKey: n}})
 		}
 		r.AccessibilityRequirements = &csi.TopologyRequirement{Preferred: top, Requisite: top}
 	}

@@ -3,7 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"math"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // GetCapacity reports the free bytes of a device class from the nodes' capacity annotations: of the
@@ -25,9 +26,9 @@ func (s *Server) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
 	}
-	dc := req.GetParameters()[lvmcsi.ParamDeviceClass]
+	dc := req.GetParameters()[driver.ParamDeviceClass]
 	if segs := req.GetAccessibleTopology().GetSegments(); len(segs) > 0 {
-		node, ok := segs[lvmcsi.TopologyNodeKey]
+		node, ok := segs[driver.TopologyNodeKey]
 		if !ok {
 			return &csi.GetCapacityResponse{}, nil
 		}
@@ -90,24 +91,21 @@ func (s *Server) nodeCapacity(ctx context.Context, node, dc string) (int64, erro
 	return free, nil
 }
 
-// annotatedCapacity parses the capacity annotation of dc (decimal bytes); malformed values count as 0.
+// annotatedCapacity reads the capacity annotation of dc (driver.FreeBytes); a malformed value
+// counts as 0.
 func annotatedCapacity(m *metav1.PartialObjectMetadata, dc string) (int64, bool) {
-	v, ok := m.Annotations[lvmcsi.CapacityAnnotation(dc)]
-	if !ok {
-		return 0, false
+	free, present, err := driver.FreeBytes(m.Annotations, dc)
+	if err != nil {
+		return 0, present
 	}
-	free, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || free < 0 {
-		return 0, true
-	}
-	return free, true
+	return int64(min(free, math.MaxInt64)), present
 }
 
 // pickNode chooses the node of a new volume: the first node named by the preferred, then the
 // requisite topology; without topology (immediate binding), the node with the most free space.
 func (s *Server) pickNode(ctx context.Context, top *csi.TopologyRequirement, dc string) (string, error) {
 	for _, t := range append(top.GetPreferred(), top.GetRequisite()...) {
-		if n := t.GetSegments()[lvmcsi.TopologyNodeKey]; n != "" {
+		if n := t.GetSegments()[driver.TopologyNodeKey]; n != "" {
 			return n, nil
 		}
 	}
@@ -137,7 +135,7 @@ func requisiteAllows(top *csi.TopologyRequirement, node string) bool {
 		return true
 	}
 	for _, t := range req {
-		if t.GetSegments()[lvmcsi.TopologyNodeKey] == node {
+		if t.GetSegments()[driver.TopologyNodeKey] == node {
 			return true
 		}
 	}

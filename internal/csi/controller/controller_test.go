@@ -10,6 +10,7 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 func TestCreateVolumeIsIdempotent(t *testing.T) {
@@ -19,7 +20,7 @@ func TestCreateVolumeIsIdempotent(t *testing.T) {
 	if first.GetVolumeId() == "" || first.GetVolumeId() != second.GetVolumeId() {
 		t.Fatalf("volume IDs %q and %q, want the same non-empty ID", first.GetVolumeId(), second.GetVolumeId())
 	}
-	if got := first.GetAccessibleTopology()[0].GetSegments()[lvmcsi.TopologyNodeKey]; got != nodeA {
+	if got := first.GetAccessibleTopology()[0].GetSegments()[driver.TopologyNodeKey]; got != nodeA {
 		t.Errorf("topology node %q, want %q", got, nodeA)
 	}
 	if first.GetCapacityBytes() != lvmcsi.GiB {
@@ -53,7 +54,7 @@ func TestCreateVolumeSizes(t *testing.T) {
 		{"btrfs minimum", []reqOpt{withRange(1, 0), withCaps(mountCap("btrfs"))}, 200 * lvmcsi.MiB},
 		{"block minimum", []reqOpt{withRange(1, 0), withCaps(blockCap())}, 8 * lvmcsi.MiB},
 		{"fstype from parameters", []reqOpt{withRange(1, 0), withCaps(mountCap("")),
-			withParam(lvmcsi.ParamFSType, "xfs")}, 300 * lvmcsi.MiB},
+			withParam(driver.ParamFSType, "xfs")}, 300 * lvmcsi.MiB},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,7 +86,7 @@ func TestCreateVolumeRejectsInvalidRequests(t *testing.T) {
 			withRange(0, 100*lvmcsi.MiB)), codes.OutOfRange},
 		{"required above limit", createReq(uniqueName("bad"), withRange(2*lvmcsi.GiB, lvmcsi.GiB)), codes.OutOfRange},
 		{"unknown snapshot", createReq(uniqueName("bad"), fromSnapshot("no-such-snapshot")), codes.NotFound},
-		{"unknown encryption", createReq(uniqueName("bad"), withParam(lvmcsi.ParamEncryption, "luks1")),
+		{"unknown encryption", createReq(uniqueName("bad"), withParam(driver.ParamEncryption, "luks1")),
 			codes.InvalidArgument},
 	}
 	for _, tt := range tests {
@@ -101,11 +102,11 @@ func TestCreateVolumeRejectsInvalidRequests(t *testing.T) {
 
 func TestCreateVolumeWithoutTopologyPicksTheNodeWithMostSpace(t *testing.T) {
 	v := mustCreate(t, createReq(uniqueName("pvc"), noTopology()))
-	if got := v.GetAccessibleTopology()[0].GetSegments()[lvmcsi.TopologyNodeKey]; got != nodeB {
+	if got := v.GetAccessibleTopology()[0].GetSegments()[driver.TopologyNodeKey]; got != nodeB {
 		t.Errorf("node %q, want %q (20Gi free)", got, nodeB)
 	}
 	_, err := srv.CreateVolume(testCtx(t), createReq(uniqueName("pvc"), noTopology(),
-		withParam(lvmcsi.ParamDeviceClass, "nowhere")))
+		withParam(driver.ParamDeviceClass, "nowhere")))
 	wantCode(t, err, codes.ResourceExhausted)
 }
 
@@ -119,7 +120,7 @@ func TestCreateVolumeNodeFailureIsMappedAndCleanedUp(t *testing.T) {
 }
 
 func TestSnapshotAndCloneStayOnTheSourceNode(t *testing.T) {
-	src := mustCreate(t, createReq(uniqueName("src"), withParam(lvmcsi.ParamDeviceClass, "ssd")))
+	src := mustCreate(t, createReq(uniqueName("src"), withParam(driver.ParamDeviceClass, "ssd")))
 	snapName := uniqueName("snap")
 	snap, err := srv.CreateSnapshot(
 		testCtx(t),
@@ -169,7 +170,7 @@ func TestSnapshotAndCloneStayOnTheSourceNode(t *testing.T) {
 			codes.OK,
 		},
 		{"clone into another device class", []reqOpt{fromVolume(src.GetVolumeId()),
-			withParam(lvmcsi.ParamDeviceClass, "hdd")}, codes.InvalidArgument},
+			withParam(driver.ParamDeviceClass, "hdd")}, codes.InvalidArgument},
 		{"unknown source volume", []reqOpt{fromVolume("no-such-volume")}, codes.NotFound},
 	}
 	for _, tt := range tests {
@@ -189,7 +190,7 @@ func TestSnapshotAndCloneStayOnTheSourceNode(t *testing.T) {
 				t.Errorf("response lacks the content source")
 			}
 			if top := v.GetVolume().GetAccessibleTopology(); len(top) != 1 ||
-				top[0].GetSegments()[lvmcsi.TopologyNodeKey] != nodeA {
+				top[0].GetSegments()[driver.TopologyNodeKey] != nodeA {
 				t.Errorf("accessible topology %v, want the source's node %s", top, nodeA)
 			}
 		})
@@ -239,12 +240,12 @@ func TestCreateVolumeEncrypted(t *testing.T) {
 	name := uniqueName("luks")
 	small := withRange(lvmcsi.MiB, 0)
 	for range 2 {
-		v := mustCreate(t, createReq(name, small, withParam(lvmcsi.ParamEncryption, lvmcsi.EncryptionLUKS2)))
-		if got := v.GetVolumeContext()[lvmcsi.ParamEncryption]; got != lvmcsi.EncryptionLUKS2 {
+		v := mustCreate(t, createReq(name, small, withParam(driver.ParamEncryption, lvmcsi.EncryptionLUKS2)))
+		if got := v.GetVolumeContext()[driver.ParamEncryption]; got != lvmcsi.EncryptionLUKS2 {
 			t.Errorf(
 				"volume context %v, want %s=%s",
 				v.GetVolumeContext(),
-				lvmcsi.ParamEncryption,
+				driver.ParamEncryption,
 				lvmcsi.EncryptionLUKS2,
 			)
 		}

@@ -19,6 +19,7 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // CreateVolume creates (or finds) the LogicalVolume named by the CSI name and returns once its node
@@ -71,7 +72,7 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 		// The LUKS2 header comes off the LV; the filesystem still gets its minimum. The annotation
 		// carries the choice to volumeOf (the volume context) and to ControllerExpandVolume.
 		minimum += lvmcsi.LUKS2HeaderSize
-		annotations = map[string]string{lvmcsi.ParamEncryption: encryption}
+		annotations = map[string]string{driver.ParamEncryption: encryption}
 	}
 	size, err := lvmcsi.RequestedSize(req.GetCapacityRange(), minimum)
 	if err != nil {
@@ -81,8 +82,8 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 		ObjectMeta: metav1.ObjectMeta{Name: objectName(req.GetName()), Annotations: annotations},
 		Spec: topolvmv1.LogicalVolumeSpec{
 			Name:                req.GetName(),
-			DeviceClass:         params[lvmcsi.ParamDeviceClass],
-			LvcreateOptionClass: params[lvmcsi.ParamLvcreateOptionClass],
+			DeviceClass:         params[driver.ParamDeviceClass],
+			LvcreateOptionClass: params[driver.ParamLvcreateOptionClass],
 		},
 	}
 	if src := req.GetVolumeContentSource(); src != nil {
@@ -241,7 +242,7 @@ func created(lv *topolvmv1.LogicalVolume) (bool, error) {
 
 // encryptionOf is the encryption the LogicalVolume was created with ("" for none).
 func encryptionOf(lv *topolvmv1.LogicalVolume) string {
-	return lv.Annotations[lvmcsi.ParamEncryption]
+	return lv.Annotations[driver.ParamEncryption]
 }
 
 // volumeOf is the CSI volume of a created LogicalVolume; its volume context names the encryption, which
@@ -249,14 +250,14 @@ func encryptionOf(lv *topolvmv1.LogicalVolume) string {
 func volumeOf(lv *topolvmv1.LogicalVolume, src *csi.VolumeContentSource) *csi.Volume {
 	var volumeContext map[string]string
 	if e := encryptionOf(lv); e != "" {
-		volumeContext = map[string]string{lvmcsi.ParamEncryption: e}
+		volumeContext = map[string]string{driver.ParamEncryption: e}
 	}
 	return &csi.Volume{
 		VolumeId:           lv.Status.VolumeID,
 		VolumeContext:      volumeContext,
 		CapacityBytes:      currentSize(lv),
 		ContentSource:      src,
-		AccessibleTopology: []*csi.Topology{{Segments: map[string]string{lvmcsi.TopologyNodeKey: lv.Spec.NodeName}}},
+		AccessibleTopology: []*csi.Topology{{Segments: map[string]string{driver.TopologyNodeKey: lv.Spec.NodeName}}},
 	}
 }
 

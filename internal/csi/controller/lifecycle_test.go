@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 func TestControllerExpandVolume(t *testing.T) {
@@ -26,7 +27,7 @@ func TestControllerExpandVolume(t *testing.T) {
 			name := uniqueName("grow")
 			v := mustCreate(
 				t,
-				createReq(name, withCaps(tt.capability), withParam(lvmcsi.ParamEncryption, tt.encryption)),
+				createReq(name, withCaps(tt.capability), withParam(driver.ParamEncryption, tt.encryption)),
 			)
 			req := &csi.ControllerExpandVolumeRequest{
 				VolumeId:         v.GetVolumeId(),
@@ -100,7 +101,7 @@ func TestDeleteVolumeWaitsUntilGone(t *testing.T) {
 
 func TestGetCapacityFromNodeAnnotations(t *testing.T) {
 	top := func(node string) *csi.Topology {
-		return &csi.Topology{Segments: map[string]string{lvmcsi.TopologyNodeKey: node}}
+		return &csi.Topology{Segments: map[string]string{driver.TopologyNodeKey: node}}
 	}
 	tests := []struct {
 		name        string
@@ -120,7 +121,7 @@ func TestGetCapacityFromNodeAnnotations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, err := srv.GetCapacity(testCtx(t), &csi.GetCapacityRequest{
-				Parameters:         map[string]string{lvmcsi.ParamDeviceClass: tt.deviceClass},
+				Parameters:         map[string]string{driver.ParamDeviceClass: tt.deviceClass},
 				AccessibleTopology: tt.topology,
 			})
 			if err != nil {

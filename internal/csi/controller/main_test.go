@@ -24,6 +24,7 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // The suite: one apiserver, one Controller service on a cache, and a goroutine playing the nodes.
@@ -98,9 +99,9 @@ func setUp(ctx context.Context, cfg *rest.Config) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	for name, annotations := range map[string]map[string]string{
-		nodeA:         {lvmcsi.CapacityAnnotation(""): gib(10), lvmcsi.CapacityAnnotation("ssd"): gib(5)},
-		nodeB:         {lvmcsi.CapacityAnnotation(""): gib(20), lvmcsi.CapacityAnnotation("ssd"): "garbage"},
-		nodeFull:      {lvmcsi.CapacityAnnotation(""): "0"},
+		nodeA:         {driver.CapacityAnnotation(""): gib(10), driver.CapacityAnnotation("ssd"): gib(5)},
+		nodeB:         {driver.CapacityAnnotation(""): gib(20), driver.CapacityAnnotation("ssd"): "garbage"},
+		nodeFull:      {driver.CapacityAnnotation(""): "0"},
 		nodeManual:    {},
 		nodeLVMD:      {}, // publishes no capacity, so only requests that name it reach it
 		nodeLVMDThick: {},

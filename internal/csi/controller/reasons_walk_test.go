@@ -24,6 +24,7 @@ import (
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/logicalvolume"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
@@ -135,7 +136,7 @@ func TestReasonWalk(t *testing.T) {
 			name := uniqueName("walk")
 			_, err := srv.CreateVolume(
 				testCtx(t),
-				createReq(name, onNode(nodeLVMD), withParam(lvmcsi.ParamDeviceClass, c.class)),
+				createReq(name, onNode(nodeLVMD), withParam(driver.ParamDeviceClass, c.class)),
 			)
 			if status.Code(err) != c.code || !strings.Contains(err.Error(), c.text) {
 				t.Fatalf("CreateVolume: %v\nwant code %s and %q in the text", err, c.code, c.text)

@@ -12,6 +12,7 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 )
@@ -23,7 +24,7 @@ import (
 // the way to a full copy, because a writable copy-on-write snapshot would not survive its source.
 func TestThickSnapshotsAndClones(t *testing.T) {
 	n := startLVMDNode(t, nodeLVMDThick)
-	thick := withParam(lvmcsi.ParamDeviceClass, "thick")
+	thick := withParam(driver.ParamDeviceClass, "thick")
 	// 1 GiB + 4 KiB: lvm2 makes it 1028 MiB (whole 4 MiB extents).
 	src := mustCreate(t, createReq(uniqueName("thick"), onNode(nodeLVMDThick), thick, withRange(lvmcsi.GiB+4096, 0)))
 	const mib = lvmcsi.MiB

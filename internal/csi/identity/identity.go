@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/version"
 )
 
@@ -41,7 +41,7 @@ func NewSnapshotMetadata() *Server {
 
 // GetPluginInfo returns the driver name and the lvms version.
 func (s *Server) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
-	return &csi.GetPluginInfoResponse{Name: lvmcsi.DriverName, VendorVersion: version.Get().Version}, nil
+	return &csi.GetPluginInfoResponse{Name: driver.Name, VendorVersion: version.Get().Version}, nil
 }
 
 // GetPluginCapabilities advertises the controller service, topology and online expansion, or on the

@@ -13,6 +13,7 @@ import (
 	mount "k8s.io/mount-utils"
 
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/exec/exectest"
 )
 
@@ -142,7 +143,7 @@ func newCryptFixture(t *testing.T) (*fixture, *cryptHost) {
 	return f, h
 }
 
-var luks2 = map[string]string{lvmcsi.ParamEncryption: lvmcsi.EncryptionLUKS2}
+var luks2 = map[string]string{driver.ParamEncryption: lvmcsi.EncryptionLUKS2}
 
 func (f *fixture) stageReq(
 	c *csi.VolumeCapability,
@@ -297,7 +298,7 @@ func TestNodeStageEncryptedRefusals(t *testing.T) {
 			return f.stageReq(mountCap("ext4"), luks2, "")
 		}, codes.InvalidArgument},
 		{"unknown encryption", "", "", func(f *fixture) *csi.NodeStageVolumeRequest {
-			return f.stageReq(mountCap("ext4"), map[string]string{lvmcsi.ParamEncryption: "luks1"}, passphrase)
+			return f.stageReq(mountCap("ext4"), map[string]string{driver.ParamEncryption: "luks1"}, passphrase)
 		}, codes.InvalidArgument},
 		{"filesystem on the LV is never encrypted", "ext4", "", func(f *fixture) *csi.NodeStageVolumeRequest {
 			return f.stageReq(mountCap("ext4"), luks2, passphrase)

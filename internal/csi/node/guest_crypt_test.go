@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 )
@@ -112,13 +113,13 @@ func (g *guestNode) encryptedLifecycle(t *testing.T, class string) {
 }
 
 func (g *guestNode) staging(id string) string {
-	return filepath.Join(g.kubeletDir, "plugins", "kubernetes.io", "csi", lvmcsi.DriverName, id, "globalmount")
+	return filepath.Join(g.kubeletDir, "plugins", "kubernetes.io", "csi", driver.Name, id, "globalmount")
 }
 
 func (g *guestNode) stageReq(id, key string) *csi.NodeStageVolumeRequest {
 	return &csi.NodeStageVolumeRequest{
 		VolumeId: id, StagingTargetPath: g.staging(id), VolumeCapability: mountCap(lvmcsi.FSExt4),
-		VolumeContext: map[string]string{lvmcsi.ParamEncryption: lvmcsi.EncryptionLUKS2},
+		VolumeContext: map[string]string{driver.ParamEncryption: lvmcsi.EncryptionLUKS2},
 		Secrets:       map[string]string{lvmcsi.SecretKeyPassphrase: key},
 	}
 }
@@ -154,7 +155,7 @@ func (g *guestNode) publishEncrypted(t *testing.T, id, target, mapping string) {
 	t.Helper()
 	_, err := g.srv.NodePublishVolume(t.Context(), &csi.NodePublishVolumeRequest{
 		VolumeId: id, TargetPath: target, StagingTargetPath: g.staging(id), VolumeCapability: mountCap(lvmcsi.FSExt4),
-		VolumeContext: map[string]string{lvmcsi.ParamEncryption: lvmcsi.EncryptionLUKS2},
+		VolumeContext: map[string]string{driver.ParamEncryption: lvmcsi.EncryptionLUKS2},
 	})
 	must(t, err)
 	mp := g.mountAt(t, target)

@@ -17,6 +17,7 @@ import (
 	mount "k8s.io/mount-utils"
 
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 )
 
@@ -81,7 +82,7 @@ func New(o Options) (*Server, error) {
 func (s *Server) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
 	return &csi.NodeGetInfoResponse{
 		NodeId:             s.nodeName,
-		AccessibleTopology: &csi.Topology{Segments: map[string]string{lvmcsi.TopologyNodeKey: s.nodeName}},
+		AccessibleTopology: &csi.Topology{Segments: map[string]string{driver.TopologyNodeKey: s.nodeName}},
 	}, nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	mount "k8s.io/mount-utils"
 
-	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/exec/exectest"
 )
 
@@ -103,7 +103,7 @@ func wantCode(t *testing.T, err error, code codes.Code) {
 func TestNodeGetInfo(t *testing.T) {
 	resp, err := newFixture(t, "").srv.NodeGetInfo(t.Context(), &csi.NodeGetInfoRequest{})
 	if err != nil || resp.GetNodeId() != nodeName || resp.GetMaxVolumesPerNode() != 0 ||
-		resp.GetAccessibleTopology().GetSegments()[lvmcsi.TopologyNodeKey] != nodeName {
+		resp.GetAccessibleTopology().GetSegments()[driver.TopologyNodeKey] != nodeName {
 		t.Fatalf("got %v, %v", resp, err)
 	}
 }

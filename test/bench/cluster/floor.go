@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
-	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/devcluster/demo"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
@@ -104,7 +104,7 @@ type floorProbe struct {
 // deviceClass finds the VG and thin pool behind the StorageClass parameters (topolvm.io/device-class)
 // in the LVMClusters.
 func (p *floorProbe) deviceClass(ctx context.Context, params map[string]string) (vg, pool string, err error) {
-	dc := params[lvmcluster.DeviceClassParameter]
+	dc := params[driver.ParamDeviceClass]
 	var list lvmv1alpha1.LVMClusterList
 	if err := p.c.List(ctx, &list); err != nil {
 		return "", "", fmt.Errorf("list LVMClusters: %w", err)

@@ -36,11 +36,10 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 const (
-	// ourDriver is the CSI driver whose LogicalVolumes and node agents the benchmark also watches.
-	ourDriver = "topolvm.io"
 	// benchLabel marks every object the benchmark creates with its run ID.
 	benchLabel = "bench.lvms.topolvm.io/run"
 )
@@ -185,7 +184,7 @@ func prepare(ctx context.Context, cl *clients, o *options, log io.Writer) (*stor
 	if err != nil {
 		return nil, nil, err
 	}
-	o.ours = sc.Provisioner == ourDriver
+	o.ours = sc.Provisioner == driver.Name
 	if sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
 		fmt.Fprintf(log, "warning: StorageClass %s is not WaitForFirstConsumer: no selected-node phase\n", sc.Name)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 func TestPercentile(t *testing.T) {
@@ -88,7 +90,7 @@ func TestSummarise(t *testing.T) {
 }
 
 func TestWriteTable(t *testing.T) {
-	r := &result{StorageClass: "lvms-thin", Provisioner: ourDriver, Claims: 2, Size: "1Gi", VolumeMode: "Filesystem",
+	r := &result{StorageClass: "lvms-thin", Provisioner: driver.Name, Claims: 2, Size: "1Gi", VolumeMode: "Filesystem",
 		Bound: 1, Running: 1, ProvisioningFailed: 1, FailureMessages: []string{"bench-0001: no space (×1)"}}
 	r.Phases = summarise([]claimTimes{
 		claimAt("a", map[string]int{mPVCCreate: 0, mBound: 1500}),

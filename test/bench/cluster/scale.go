@@ -20,6 +20,7 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // The scale mode (--scale-lvs 0,100,1000) measures what the number of LVs on one node costs: at
@@ -87,7 +88,7 @@ func runScale(ctx context.Context, o *options, stdout, log io.Writer) error {
 	if err != nil || len(nodes) == 0 {
 		return fmt.Errorf("pick a node: %w", errors.Join(err, errors.New("no Ready node")))
 	}
-	s := &scaler{c: cl.c, o: o, node: nodes[0], class: sc.Parameters[lvmcluster.DeviceClassParameter],
+	s := &scaler{c: cl.c, o: o, node: nodes[0], class: sc.Parameters[driver.ParamDeviceClass],
 		probe: &resourceProbe{cfg: cfg, c: cl.c, cs: cl.cs, o: o, usage: map[string]*resourceUsage{}}}
 	if err := s.probe.setup(ctx); err != nil {
 		return err
