@@ -5,10 +5,13 @@ import (
 	"path"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/lvm-operator/lvm-operator/internal/rpcserver"
 )
 
 // Names of the CSI metrics.
@@ -45,6 +48,12 @@ func init() {
 // Collectors returns the CSI metrics (registered on controller-runtime's registry by this package).
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{operations, operationDuration, PhaseDuration}
+}
+
+// NewServer returns the server of CSI services on endpoint: rpcserver's, every call also counted and
+// timed (UnaryMetrics).
+func NewServer(endpoint string, log logr.Logger) (*rpcserver.Server, error) {
+	return rpcserver.New(endpoint, log, grpc.ChainUnaryInterceptor(UnaryMetrics()))
 }
 
 // UnaryMetrics returns an interceptor that counts and times every call by method and code.

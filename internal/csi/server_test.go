@@ -18,28 +18,8 @@ import (
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	"github.com/lvm-operator/lvm-operator/internal/csi/identity"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
+	"github.com/lvm-operator/lvm-operator/internal/rpcserver"
 )
-
-func TestParseEndpoint(t *testing.T) {
-	tests := []struct {
-		in, want string
-		wantErr  bool
-	}{
-		{"unix:///run/csi.sock", "/run/csi.sock", false},
-		{"unix:/run/csi.sock", "/run/csi.sock", false},
-		{"/run/csi.sock", "/run/csi.sock", false},
-		{"tcp://127.0.0.1:10000", "", true},
-		{"unix://", "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := lvmcsi.ParseEndpoint(tt.in)
-			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Fatalf("got %q, %v; want %q (error %v)", got, err, tt.want, tt.wantErr)
-			}
-		})
-	}
-}
 
 // TestServerServesLogsAndStops starts the server on a socket path holding a stale socket, calls it,
 // checks the call was logged with secrets stripped, and stops it through the context.
@@ -104,7 +84,7 @@ func TestListenRefusesToRemoveNonSockets(t *testing.T) {
 	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lvmcsi.Listen(path); err == nil {
+	if _, err := rpcserver.Listen(path); err == nil {
 		t.Fatal("Listen replaced a regular file")
 	}
 	if b, _ := os.ReadFile(path); string(b) != "data" {
@@ -124,7 +104,7 @@ func TestUnaryLoggerStripsSecrets(t *testing.T) {
 		for _, fail := range []bool{false, true} {
 			var logs strings.Builder
 			log := funcr.New(func(prefix, args string) { logs.WriteString(args + "\n") }, funcr.Options{Verbosity: 1})
-			intercept := lvmcsi.UnaryLogger(log)
+			intercept := rpcserver.UnaryLogger(log)
 			_, _ = intercept(t.Context(), req, &grpc.UnaryServerInfo{FullMethod: "/csi.v1.Node/X"},
 				func(context.Context, any) (any, error) {
 					if fail {

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	lvmdpb "github.com/lvm-operator/lvm-operator/internal/lvmd/proto"
+	"github.com/lvm-operator/lvm-operator/internal/rpcserver"
 )
 
 // Server serves a Service over gRPC (LVService and VGService).
@@ -32,30 +32,16 @@ func (s *Server) Register(g *grpc.Server) {
 // Serve serves svc on the unix socket path until ctx ends, then stops
 // gracefully (in-flight calls finish, streams are closed after
 // gracePeriod). A stale socket at path is replaced; anything else there is
-// an error and left alone. Calls are logged with the logger from ctx.
+// an error and left alone. Calls are logged with the logger from ctx
+// (rpcserver.UnaryLogger).
 func Serve(ctx context.Context, svc *Service, path string, gracePeriod time.Duration) error {
-	log := logr.FromContextOrDiscard(ctx)
-	srv := &lvmcsi.Server{
-		GRPC:        grpc.NewServer(grpc.ChainUnaryInterceptor(logUnary(log))),
-		Path:        path,
-		GracePeriod: gracePeriod,
+	srv, err := rpcserver.New(path, logr.FromContextOrDiscard(ctx))
+	if err != nil {
+		return err
 	}
+	srv.GracePeriod = gracePeriod
 	NewServer(svc).Register(srv.GRPC)
 	return srv.Start(ctx)
-}
-
-// logUnary logs each call's method, latency and status code.
-func logUnary(log logr.Logger) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		start := time.Now()
-		resp, err := handler(logr.NewContext(ctx, log), req)
-		log.V(1).Info("gRPC call", "method", info.FullMethod, "latency", time.Since(start),
-			"code", status.Code(err).String())
-		if err != nil && status.Code(err) == codes.Internal {
-			log.Error(err, "gRPC call failed", "method", info.FullMethod)
-		}
-		return resp, err
-	}
 }
 
 func lvToProto(lv LV) *lvmdpb.LogicalVolume {

@@ -10,8 +10,8 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
+	"github.com/lvm-operator/lvm-operator/internal/rpcserver"
 )
 
 // Kubelet plugin registration defaults (TopoLVM's paths).
@@ -69,7 +69,7 @@ func NewRegistration(o RegistrationOptions) *Registration {
 		o.Endpoint = DefaultCSIEndpoint
 	}
 	if o.GracePeriod <= 0 {
-		o.GracePeriod = lvmcsi.DefaultGracePeriod
+		o.GracePeriod = rpcserver.DefaultGracePeriod
 	}
 	return &Registration{socket: o.SocketPath, endpoint: o.Endpoint, grace: o.GracePeriod}
 }
@@ -114,7 +114,7 @@ func (r *Registration) NeedLeaderElection() bool { return false }
 // Start serves the registration API on the socket until ctx ends. Calls are logged with the logger
 // of ctx.
 func (r *Registration) Start(ctx context.Context) error {
-	srv, err := lvmcsi.NewServer(r.socket, ctrl.LoggerFrom(ctx).WithName("plugin-registration"))
+	srv, err := rpcserver.New(r.socket, ctrl.LoggerFrom(ctx).WithName("plugin-registration"))
 	if err != nil {
 		return fmt.Errorf("plugin registration server: %w", err)
 	}

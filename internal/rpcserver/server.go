@@ -1,4 +1,7 @@
-package csi
+// Package rpcserver serves gRPC services on a unix socket, every call logged with its latency and
+// its request and response stripped of secrets: the one server of the CSI services, the kubelet
+// plugin registration and the standalone lvmd.
+package rpcserver
 
 import (
 	"context"
@@ -20,7 +23,7 @@ const DefaultGracePeriod = 10 * time.Second
 
 // Server serves gRPC services on a unix socket. Register services on GRPC before calling Start.
 type Server struct {
-	// GRPC is the server the CSI services are registered on; it logs every call (UnaryLogger).
+	// GRPC is the server the services are registered on; it logs every call (UnaryLogger).
 	GRPC *grpc.Server
 	// Path is the unix socket path.
 	Path string
@@ -28,16 +31,16 @@ type Server struct {
 	GracePeriod time.Duration
 }
 
-// NewServer returns a Server for endpoint ("unix:///path", "unix:/path" or "/path") whose calls are
-// counted and timed (UnaryMetrics) and logged to log. opts are passed to grpc.NewServer after those
-// interceptors.
-func NewServer(endpoint string, log logr.Logger, opts ...grpc.ServerOption) (*Server, error) {
+// New returns a Server for endpoint ("unix:///path", "unix:/path" or "/path") whose calls are
+// logged to log (UnaryLogger, StreamLogger). opts are passed to grpc.NewServer after those
+// interceptors; interceptors they chain run inside the logger.
+func New(endpoint string, log logr.Logger, opts ...grpc.ServerOption) (*Server, error) {
 	path, err := ParseEndpoint(endpoint)
 	if err != nil {
 		return nil, err
 	}
 	opts = append([]grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(UnaryMetrics(), UnaryLogger(log)),
+		grpc.ChainUnaryInterceptor(UnaryLogger(log)),
 		grpc.ChainStreamInterceptor(StreamLogger(log)),
 	}, opts...)
 	return &Server{GRPC: grpc.NewServer(opts...), Path: path, GracePeriod: DefaultGracePeriod}, nil
