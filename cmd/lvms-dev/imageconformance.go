@@ -19,7 +19,7 @@ func newImageConformanceCommand() *cobra.Command {
 	var debian []string
 	cmd := &cobra.Command{
 		Use:   "conformance",
-		Short: "Build the busybox, agnhost and pause images of Kubernetes' storage e2e suite (docs/conformance.md)",
+		Short: "Build the storage e2e suite's busybox, agnhost, pause and hello-populator images (docs/conformance.md)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			repo, err := gitOutput(cmd.Context(), "rev-parse", "--show-toplevel")
@@ -59,6 +59,8 @@ func newImageConformanceCommand() *cobra.Command {
 	fl.StringSliceVar(&s.Agnhost, "agnhost", nil, "agnhost references the suite runs")
 	fl.StringVar(&s.AgnhostBinary, "agnhost-binary", "", "the agnhost program (hack/conformance-tools.sh)")
 	fl.StringSliceVar(&s.Pause, "pause", nil, "pause references the suite runs")
+	fl.StringSliceVar(&s.HelloPopulator, "hello-populator", nil,
+		"hello-populator references the suite's manifest names (our implementation)")
 	fl.StringArrayVar(&debian, "debian", nil,
 		"REF=PACKAGE,PACKAGE: an image of Debian packages (and busybox for what they lack) the suite runs")
 	return cmd

@@ -24,6 +24,11 @@ type SuiteImages struct {
 	AgnhostBinary string
 	// Pause are pause references (registry.k8s.io/pause:3.10.2).
 	Pause []string
+	// HelloPopulator are the references of the hello populator that provisioning's "any volume
+	// data source" spec deploys (registry.k8s.io/sig-storage/hello-populator:v1.0.1, from its
+	// manifest, not -list-images): our own implementation (./hellopopulator), since the Go module
+	// proxy refuses upstream's module.
+	HelloPopulator []string
 	// Debian are images of Debian packages, for the specs that need GNU tools: multiVolume's
 	// glibc-dns-testing (GNU dd's iflag=direct, which busybox lacks) and the nginx image that
 	// volumes' exec spec runs a script in.
@@ -39,10 +44,10 @@ type DebianImage struct {
 
 // Conformance builds the images of Kubernetes' storage e2e suite: busybox (Debian's static busybox
 // with a link for every applet it has), agnhost (its program on the same busybox tree, whose shell
-// its specs run, entrypoint /agnhost pause as upstream's) and pause (ours). The nodes import them
-// under the suite's references, so that no pod of the suite pulls.
+// its specs run, entrypoint /agnhost pause as upstream's), pause and the hello populator (ours).
+// The nodes import them under the suite's references, so that no pod of the suite pulls.
 func (b *Builder) Conformance(ctx context.Context, s SuiteImages) ([]Result, error) {
-	if len(s.Busybox)+len(s.Agnhost)+len(s.Pause)+len(s.Debian) == 0 {
+	if len(s.Busybox)+len(s.Agnhost)+len(s.Pause)+len(s.Debian)+len(s.HelloPopulator) == 0 {
 		return nil, errors.New("no image references of the suite")
 	}
 	box, debs, err := b.busyboxTree(ctx, nil, true)
@@ -78,17 +83,38 @@ func (b *Builder) Conformance(ctx context.Context, s SuiteImages) ([]Result, err
 		}
 		out = append(out, res)
 	}
-	if len(s.Pause) == 0 {
-		return out, nil
+	for _, p := range []struct {
+		pkg, name, user string
+		refs            []string
+	}{
+		{"./internal/dev/image/pause", "pause", fmt.Sprintf("%d:%d", nonrootUID, nonrootUID), s.Pause},
+		// Root: its populate pods write onto a new filesystem, whose root directory is root's.
+		{"./internal/dev/image/hellopopulator", "hello-populator", "", s.HelloPopulator},
+	} {
+		res, err := b.programImages(ctx, p.pkg, p.name, p.user, p.refs)
+		out = append(out, res...)
+		if err != nil {
+			return out, err
+		}
 	}
-	bin, file, err := b.goBuild(ctx, "./internal/dev/image/pause", "-s -w")
+	return out, nil
+}
+
+// programImages writes the images of one of our programs (the Go package pkg, built static) under
+// refs: the program at /name, its entrypoint, run as user ("" for root).
+func (b *Builder) programImages(ctx context.Context, pkg, name, user string, refs []string) ([]Result, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	bin, file, err := b.goBuild(ctx, pkg, "-s -w")
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	for _, ref := range s.Pause {
+	var out []Result
+	for _, ref := range refs {
 		res, err := b.staticImage(static{
-			ref: ref, name: "pause", source: "https://" + Module, file: file, bin: bin,
-			user: fmt.Sprintf("%d:%d", nonrootUID, nonrootUID), created: FixedEpoch, archive: archiveName(ref),
+			ref: ref, name: name, source: "https://" + Module, file: file, bin: bin,
+			user: user, created: FixedEpoch, archive: archiveName(ref),
 		})
 		if err != nil {
 			return out, err
