@@ -25,8 +25,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/lvm-operator/lvm-operator/internal/testing/apiserver"
 )
 
 const (
@@ -51,7 +52,7 @@ var rbacFiles = []string{
 // install gives it, against a real API server; then only a client whose service account is bound
 // to lvms-metrics-reader reads /metrics, and only over HTTPS.
 func TestMetricsEndpointAuthorization(t *testing.T) {
-	cfg := startAPIServer(t)
+	cfg := apiserver.Start(t, nil)
 	k8s, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -201,27 +202,6 @@ func scrape(ctx context.Context, url, token string) (status int, body string, er
 	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), err
-}
-
-// startAPIServer starts etcd and kube-apiserver (RBAC authorization, service account tokens) for
-// the test.
-func startAPIServer(t *testing.T) *rest.Config {
-	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set; run `make test-unit`, or " +
-			"KUBEBUILDER_ASSETS=$(bash hack/kube-assets.sh | tail -1) go test ./cmd/lvms/")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	return cfg
 }
 
 // applyFile creates the objects of a multi-document YAML file, the namespaced ones in the test

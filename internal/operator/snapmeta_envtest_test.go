@@ -23,6 +23,7 @@ import (
 
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/snapmeta"
+	"github.com/lvm-operator/lvm-operator/internal/testing/apiserver"
 )
 
 // TestSnapshotMetadataSetup runs the operator's --snapshot-metadata part against a real API server:
@@ -31,7 +32,7 @@ import (
 // and the SnapshotMetadataService carries the sidecar's address, audience and CA.
 func TestSnapshotMetadataSetup(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
-	cfg := startAPIServer(t)
+	cfg := apiserver.Start(t, nil)
 	scheme := testScheme(t)
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

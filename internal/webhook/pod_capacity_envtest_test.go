@@ -17,6 +17,8 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lvm-operator/lvm-operator/internal/dev/kustomize"
+
+	"github.com/lvm-operator/lvm-operator/internal/testing/apiserver"
 )
 
 // componentMutatingConfig returns the MutatingWebhookConfiguration of config/default with the
@@ -63,22 +65,10 @@ func componentMutatingConfig(t *testing.T) *admissionv1.MutatingWebhookConfigura
 // at a webhook server of this process that serves the pod webhook, and returns an admin client.
 func startPodWebhook(t *testing.T) client.Client {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set; run `make test-unit`, or " +
-			"KUBEBUILDER_ASSETS=$(bash hack/kube-assets.sh | tail -1) go test ./internal/webhook/")
-	}
 	env := &envtest.Environment{WebhookInstallOptions: envtest.WebhookInstallOptions{
 		MutatingWebhooks: []*admissionv1.MutatingWebhookConfiguration{componentMutatingConfig(t)},
 	}}
-	cfg, err := env.Start()
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
+	cfg := apiserver.Start(t, env)
 	s := testScheme(t)
 	wh := env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
