@@ -9,8 +9,11 @@
 # Why not upstream's e2e.test: it links every suite of the project (a long cold build); this binary
 # links the test framework and the storage suites only, in a throw-away main module in the cache
 # that requires k8s.io/kubernetes with the replaces hack/kube-assets.sh derives (it copies that go.mod).
-# Its test main is written below: it reads the framework's flags and runs the ginkgo suite, and
-# -list-images prints the images the suite pulls (framework.AfterReadingAllFlags).
+# Its test main is written below: it reads the framework's flags, registers the suite's manifests
+# embedded in the binary (test/e2e/testing-manifests, which provisioning's "any volume data source"
+# reads, as upstream's e2e.test does) and runs the ginkgo suite, and -list-images prints the images
+# the suite pulls (framework.AfterReadingAllFlags). RECIPE names that test main: a cache built from
+# another one is built again.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,10 +22,11 @@ CACHE_ROOT="${LVMS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms}"
 OUT="${CACHE_ROOT}/conformance/${KUBE_VERSION}"
 SRC="${CACHE_ROOT}/conformance-src/${KUBE_VERSION}"
 BIN="${OUT}/e2e-storage.test"
+RECIPE="2-embedded-manifests"
 
 log() { echo "conformance-tools: $*" >&2; }
 
-if [[ -x "${BIN}" && -x "${OUT}/agnhost" && -x "${OUT}/ginkgo" && -f "${OUT}/.complete" ]]; then
+if [[ -x "${BIN}" && -x "${OUT}/agnhost" && -x "${OUT}/ginkgo" && "$(cat "${OUT}/.complete" 2>/dev/null)" == "${RECIPE}" ]]; then
 	log "reusing ${OUT}"
 	echo "${OUT}"
 	exit 0
@@ -49,10 +53,12 @@ import (
 
 	"k8s.io/kubernetes/test/e2e/framework"
 	"k8s.io/kubernetes/test/e2e/framework/config"
+	"k8s.io/kubernetes/test/e2e/framework/testfiles"
 	_ "k8s.io/kubernetes/test/e2e/framework/debug/init"
 	_ "k8s.io/kubernetes/test/e2e/framework/metrics/init"
 	_ "k8s.io/kubernetes/test/e2e/framework/node/init"
 	_ "k8s.io/kubernetes/test/e2e/storage/external"
+	e2etestingmanifests "k8s.io/kubernetes/test/e2e/testing-manifests"
 )
 
 func TestMain(m *testing.M) {
@@ -61,6 +67,7 @@ func TestMain(m *testing.M) {
 	framework.RegisterClusterFlags(flag.CommandLine)
 	flag.Parse()
 	framework.AfterReadingAllFlags(&framework.TestContext)
+	testfiles.AddFileSource(e2etestingmanifests.GetE2ETestingManifestsFS())
 	os.Exit(m.Run())
 }
 
@@ -82,6 +89,6 @@ mv "${BIN}.tmp" "${BIN}"
 for tool in k8s.io/kubernetes/test/images/agnhost github.com/onsi/ginkgo/v2/ginkgo; do
 	(cd "${SRC}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${OUT}/$(basename "${tool}")" "${tool}" >&2)
 done
-touch "${OUT}/.complete"
+echo "${RECIPE}" >"${OUT}/.complete"
 log "built ${BIN}"
 echo "${OUT}"
