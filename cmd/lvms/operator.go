@@ -88,9 +88,6 @@ func runOperator(cmd *cobra.Command, f *operatorFlags) error {
 	setLogger(f.log, "operator")
 	f.LogLevel = logLevel(cmd.Flags())
 	f.PodName = os.Getenv("POD_NAME")
-	if err := f.Validate(); err != nil {
-		return err
-	}
 	scheme, err := operatorScheme()
 	if err != nil {
 		return err

@@ -71,18 +71,18 @@ const (
 )
 
 // NodeFit judges whether requested bytes of deviceClass fit a Node with these annotations, and
-// returns the free bytes it read (0 unless present and well formed). It is the one fit check of
-// the product: the scheduler extender's filter and `kubectl lvms why` use it, and the CSI
-// controller reads the same annotation with FreeBytes.
-func NodeFit(annotations map[string]string, deviceClass string, requested uint64) (Fit, uint64) {
+// returns the free bytes it read (0 unless present and well formed) and, for Malformed, FreeBytes'
+// error. It is the one fit check of the product: the scheduler extender's filter and `kubectl lvms
+// why` use it, and the CSI controller reads the same annotation with FreeBytes.
+func NodeFit(annotations map[string]string, deviceClass string, requested uint64) (Fit, uint64, error) {
 	free, present, err := FreeBytes(annotations, deviceClass)
 	switch {
 	case !present:
-		return NoAnnotation, 0
+		return NoAnnotation, 0, nil
 	case err != nil:
-		return Malformed, 0
+		return Malformed, 0, err
 	case free < requested:
-		return TooSmall, free
+		return TooSmall, free, nil
 	}
-	return Fits, free
+	return Fits, free, nil
 }

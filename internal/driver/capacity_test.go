@@ -44,16 +44,19 @@ func TestNodeFit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fit, free := NodeFit(tt.annotations, tt.dc, tt.requested)
+			fit, free, err := NodeFit(tt.annotations, tt.dc, tt.requested)
 			if fit != tt.want || free != tt.wantFree {
 				t.Errorf("NodeFit = %s, %d; want %s, %d", fit, free, tt.want, tt.wantFree)
 			}
-			_, present, err := FreeBytes(tt.annotations, tt.dc)
-			if present != (tt.want != NoAnnotation) || (err != nil) != (tt.want == Malformed) {
-				t.Errorf("FreeBytes: present %v, err %v; the verdict is %s", present, err, tt.want)
+			if (err != nil) != (tt.want == Malformed) {
+				t.Errorf("NodeFit error %v; the verdict is %s", err, tt.want)
+			}
+			_, present, ferr := FreeBytes(tt.annotations, tt.dc)
+			if present != (tt.want != NoAnnotation) || (ferr != nil) != (tt.want == Malformed) {
+				t.Errorf("FreeBytes: present %v, err %v; the verdict is %s", present, ferr, tt.want)
 			}
 			if err != nil && !strings.Contains(err.Error(), CapacityAnnotation(tt.dc)) {
-				t.Errorf("FreeBytes error %q does not name the annotation", err)
+				t.Errorf("NodeFit error %q does not name the annotation", err)
 			}
 		})
 	}

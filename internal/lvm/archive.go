@@ -58,7 +58,7 @@ func (c *Client) commandArgs(ctx context.Context, change bool, args ...string) (
 	if c.config != nil {
 		extra, err := c.config(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("lvm2 configuration of %s: %w", strings.Join(args[:min(1, len(args))], ""), err)
+			return nil, fmt.Errorf("lvm2 configuration of %q: %w", args, err)
 		}
 		if extra != "" {
 			sections = append(sections, extra)

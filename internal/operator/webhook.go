@@ -24,45 +24,42 @@ import (
 // +kubebuilder:rbac:groups="",namespace=lvms-system,resources=secrets,verbs=get;list;watch;create;update;patch
 
 // setupWebhookCerts returns a channel closed once the webhook serving certificate is in place: at
-// once in external mode, after the rotator has written it in self mode.
+// once in external mode, after the rotator has written it in self mode (Setup has checked the
+// mode with Options.Validate).
 func setupWebhookCerts(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 	ready := make(chan struct{})
-	switch o.WebhookCertMode {
-	case "external":
+	if o.WebhookCertMode == "external" {
 		close(ready)
 		return ready, nil
-	case "self":
-		secret := types.NamespacedName{Namespace: o.Namespace, Name: "lvms-webhook-server-cert"}
-		if err := mgr.Add(certFiles{
-			reader:  mgr.GetAPIReader(),
-			secret:  secret,
-			dir:     o.WebhookSelfCertDir,
-			poll:    time.Second,
-			refresh: time.Minute,
-		}); err != nil {
-			return nil, fmt.Errorf("add webhook certificate copier: %w", err)
-		}
-		err := rotator.AddRotator(mgr, &rotator.CertRotator{
-			SecretKey:      secret,
-			CertDir:        o.WebhookSelfCertDir,
-			CAName:         "lvms-ca",
-			CAOrganization: "lvms",
-			DNSName:        fmt.Sprintf("%s.%s.svc", o.WebhookService, o.Namespace),
-			IsReady:        ready,
-			Webhooks: []rotator.WebhookInfo{
-				{Name: o.WebhookConfiguration, Type: rotator.Validating},
-				{Name: o.MutatingWebhookConfiguration, Type: rotator.Mutating},
-			},
-			FieldOwner:            lvmcluster.FieldOwner,
-			RequireLeaderElection: false,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("set up webhook certificate rotation: %w", err)
-		}
-		return ready, nil
-	default:
-		return nil, fmt.Errorf("--webhook-cert-mode %q: use self or external", o.WebhookCertMode)
 	}
+	secret := types.NamespacedName{Namespace: o.Namespace, Name: "lvms-webhook-server-cert"}
+	if err := mgr.Add(certFiles{
+		reader:  mgr.GetAPIReader(),
+		secret:  secret,
+		dir:     o.WebhookSelfCertDir,
+		poll:    time.Second,
+		refresh: time.Minute,
+	}); err != nil {
+		return nil, fmt.Errorf("add webhook certificate copier: %w", err)
+	}
+	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:      secret,
+		CertDir:        o.WebhookSelfCertDir,
+		CAName:         "lvms-ca",
+		CAOrganization: "lvms",
+		DNSName:        fmt.Sprintf("%s.%s.svc", o.WebhookService, o.Namespace),
+		IsReady:        ready,
+		Webhooks: []rotator.WebhookInfo{
+			{Name: o.WebhookConfiguration, Type: rotator.Validating},
+			{Name: o.MutatingWebhookConfiguration, Type: rotator.Mutating},
+		},
+		FieldOwner:            lvmcluster.FieldOwner,
+		RequireLeaderElection: false,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set up webhook certificate rotation: %w", err)
+	}
+	return ready, nil
 }
 
 // errCertNotReady is the readiness failure while the webhook certificate is being issued.

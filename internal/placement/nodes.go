@@ -51,7 +51,7 @@ func nodeFit(n *corev1.Node, vg *lvmv1alpha1.VGStatus, deviceClass string, reque
 	if vg != nil {
 		f.State, f.Reason = VGState(*vg), vg.Reason
 	}
-	fit, free := driver.NodeFit(n.Annotations, deviceClass, uint64(max(requested, 0)))
+	fit, free, readErr := driver.NodeFit(n.Annotations, deviceClass, uint64(max(requested, 0)))
 	if fit == driver.Fits || fit == driver.TooSmall {
 		f.FreeBytes = ptr.To(int64(min(free, math.MaxInt64)))
 	}
@@ -65,8 +65,7 @@ func nodeFit(n *corev1.Node, vg *lvmv1alpha1.VGStatus, deviceClass string, reque
 		f.Reason = fmt.Sprintf("annotation %s is missing", driver.CapacityAnnotation(deviceClass))
 	case fit == driver.Malformed:
 		f.Fit = FitUnknown
-		_, _, err := driver.FreeBytes(n.Annotations, deviceClass)
-		f.Reason = err.Error()
+		f.Reason = readErr.Error()
 	case fit == driver.Fits:
 		f.Fit = FitFits
 	default:

@@ -57,7 +57,7 @@ func nodeFailure(node *corev1.Node, requests map[string]uint64, classes []string
 	var reasons []string
 	for _, dc := range classes {
 		key := driver.CapacityAnnotationPrefix + dc
-		switch fit, _ := driver.NodeFit(node.Annotations, dc, requests[dc]); fit {
+		switch fit, _, _ := driver.NodeFit(node.Annotations, dc, requests[dc]); fit {
 		case driver.NoAnnotation:
 			reasons = append(reasons, "no capacity annotation "+key)
 		case driver.Malformed:
