@@ -110,7 +110,6 @@ type LVAttr struct {
 	Zero       bool
 	Health     Health
 	SkipActive bool // activation skip flag ('k')
-	raw        string
 }
 
 // ParseLVAttr parses an lv_attr string such as "twi-aotz--".
@@ -134,12 +133,25 @@ func ParseLVAttr(s string) (LVAttr, error) {
 		Zero:       s[7] == 'z',
 		Health:     Health(s[8]),
 		SkipActive: s[9] == 'k',
-		raw:        s,
 	}, nil
 }
 
-// String returns the lv_attr string the value was parsed from.
-func (a LVAttr) String() string { return a.raw }
+// String returns the 10-character lv_attr string ("" for the zero value).
+func (a LVAttr) String() string {
+	if a.VolumeType == 0 {
+		return ""
+	}
+	flag := func(set bool, c byte) byte {
+		if set {
+			return c
+		}
+		return '-'
+	}
+	return string([]byte{
+		byte(a.VolumeType), byte(a.Permission), a.Allocation, flag(a.FixedMinor, 'm'), byte(a.State),
+		a.Open, byte(a.TargetType), flag(a.Zero, 'z'), byte(a.Health), flag(a.SkipActive, 'k'),
+	})
+}
 
 // Active reports whether the LV is active (mapped with a live table).
 func (a LVAttr) Active() bool { return a.State == StateActive }

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvm/lvmtest"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 // BenchmarkCreateRemoveThinLV is lvmd's own cost of the provisioning hot path, a thin CreateLV and its
@@ -14,7 +14,7 @@ import (
 // capacity, the one lvcreate's arguments, applying the result to the cache, and the capacity
 // notification. With 1,000 thin LVs already in the pool, as on a busy node.
 func BenchmarkCreateRemoveThinLV(b *testing.B) {
-	f := fakelvm.New()
+	f := lvmtest.New()
 	f.AddVG("vg", 10000*gib, extent, lvm.Tag)
 	f.AddThinPool("vg", "pool", 4000*gib)
 	svc := serviceOn(b, f)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvm/lvmtest"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 // diskModel runs lvm, blockdev and blkdiscard on the fake and plays dd, and models a disk of a
@@ -21,7 +21,7 @@ import (
 // deadline is killed, as exec.Host kills a command after exec.DefaultTimeout. It records the byte
 // ranges each device received.
 type diskModel struct {
-	*fakelvm.LVM
+	*lvmtest.LVM
 	rate     uint64 // bytes per second
 	deadline time.Duration
 	written  map[string][][2]uint64
@@ -101,7 +101,7 @@ func covered(ranges [][2]uint64, size, chunk uint64) error {
 // together cover every byte once.
 func TestLargeThickVolumesDeleteAndRestore(t *testing.T) {
 	const size = 200 * gib
-	f := fakelvm.New()
+	f := lvmtest.New()
 	f.AddVG("vg", 700*gib, extent, lvm.Tag)
 	disk := &diskModel{LVM: f, rate: 300e6, deadline: exec.DefaultTimeout, written: map[string][][2]uint64{}}
 	svc := serviceOn(t, disk)

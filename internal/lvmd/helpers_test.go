@@ -7,8 +7,8 @@ import (
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvm/lvmtest"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 const (
@@ -46,17 +46,20 @@ func testConfig() *lvmd.Config {
 
 type env struct {
 	t       *testing.T
-	fake    *fakelvm.LVM
+	fake    *lvmtest.LVM
 	classes *lvmd.DeviceClassManager
 	svc     *lvmd.Service
 }
 
 // newEnv returns a warm service (state read) on a fake with VG "vg" of
-// 10 GiB (4 MiB extents, tagged lvms) holding thin pool "pool" of 4 GiB.
+// 10 GiB (4 MiB extents, tagged lvms) on four PVs, holding thin pool "pool" of 4 GiB.
 func newEnv(t *testing.T, cfg *lvmd.Config) *env {
 	t.Helper()
-	f := fakelvm.New()
-	f.AddVG("vg", 10*gib, extent, lvm.Tag)
+	f := lvmtest.New()
+	f.AddVG("vg", 10*gib/4, extent, lvm.Tag)
+	for _, dev := range []string{"/dev/sdc", "/dev/sdd", "/dev/sde"} {
+		f.AddPV("vg", dev, 10*gib/4)
+	}
 	f.AddThinPool("vg", "pool", 4*gib)
 	classes, err := lvmd.NewDeviceClassManager(cfg)
 	if err != nil {

@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvm/lvmtest"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 // newIdentityEnv is newEnv on a service acting for node-a of cluster c1, with VG "vg" tagged tags.
 func newIdentityEnv(t *testing.T, tags ...string) *env {
 	t.Helper()
-	f := fakelvm.New()
+	f := lvmtest.New()
 	f.AddVG("vg", 10*gib, extent, tags...)
 	f.AddThinPool("vg", "pool", 4*gib)
 	classes, err := lvmd.NewDeviceClassManager(testConfig())
@@ -70,7 +70,7 @@ func TestInvalidIdentityIsRefused(t *testing.T) {
 	classes, err := lvmd.NewDeviceClassManager(testConfig())
 	wantErr(t, err, nil)
 	_, err = lvmd.NewService(lvmd.Options{
-		Executor: fakelvm.New(), Classes: classes, Identity: lvm.Identity{Node: "a b"},
+		Executor: lvmtest.New(), Classes: classes, Identity: lvm.Identity{Node: "a b"},
 	})
 	wantErr(t, err, lvmd.ErrInvalidArgument)
 }

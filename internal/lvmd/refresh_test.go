@@ -7,8 +7,8 @@ import (
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvm/lvmtest"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 // slowReport is an executor whose next `lvm fullreport` reads the state and
@@ -101,7 +101,7 @@ func TestRunReadsStateAfterRemoveInRAIDVG(t *testing.T) {
 }
 
 // waitCount waits until the fake has run n state reads.
-func waitCount(t *testing.T, f *fakelvm.LVM, n int) {
+func waitCount(t *testing.T, f *lvmtest.LVM, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for f.Count("fullreport") < n {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvm/lvmtest"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 // holdFirstRemove runs commands on the fake, but the first lvremove waits until release is closed;
@@ -104,7 +104,7 @@ func eventually(t *testing.T, cond func() bool, what string) {
 }
 
 // lvremoves returns the LV arguments of every lvremove the fake ran, one sorted list per command.
-func lvremoves(f *fakelvm.LVM) [][]string {
+func lvremoves(f *lvmtest.LVM) [][]string {
 	var out [][]string
 	for _, c := range f.Calls() {
 		fields := strings.Fields(c)

@@ -9,13 +9,13 @@ import (
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvm/lvmtest"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 // ddExec runs dd itself (recording the command lines) and every lvm command on the fake.
 type ddExec struct {
-	*fakelvm.LVM
+	*lvmtest.LVM
 	dd   []string
 	fail error // returned by the next dd
 }
@@ -34,7 +34,7 @@ func (d *ddExec) Exec(ctx context.Context, c exec.Cmd) error {
 // (a writable snapshot of it) copies its device into a new LV that takes the volume's name only once
 // the copy is complete; a failed copy leaves no LV of that name and the retry completes it.
 func TestRestoreThickSnapshotCopies(t *testing.T) {
-	f := fakelvm.New()
+	f := lvmtest.New()
 	f.AddVG("vg", 10*gib, extent, lvm.Tag)
 	ex := &ddExec{LVM: f}
 	svc := serviceOn(t, ex)

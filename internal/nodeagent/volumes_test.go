@@ -10,8 +10,8 @@ import (
 
 	csinode "github.com/lvm-operator/lvm-operator/internal/csi/node"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvm/lvmtest"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 const (
@@ -23,9 +23,9 @@ const (
 // newService is lvmd over a fake VG "vg" of 10 GiB (4 MiB extents) with thin pool "pool" of 4 GiB:
 // thick class "thick" (default, spare 1 GiB), thin class "thin" (ratio 2), and class "missing"
 // whose VG does not exist.
-func newService(t *testing.T) (*lvmd.Service, *fakelvm.LVM) {
+func newService(t *testing.T) (*lvmd.Service, *lvmtest.LVM) {
 	t.Helper()
-	f := fakelvm.New()
+	f := lvmtest.New()
 	f.AddVG("vg", 10*gib, extent, lvm.Tag)
 	f.AddThinPool("vg", "pool", 4*gib)
 	spare := uint64(1)
@@ -97,7 +97,7 @@ func TestVolumesDevice(t *testing.T) {
 
 // TestVolumesDeviceStateReadFailure: a failure to read the LVM state is not reported as "not found".
 func TestVolumesDeviceStateReadFailure(t *testing.T) {
-	f := fakelvm.New()
+	f := lvmtest.New()
 	classes, err := lvmd.NewDeviceClassManager(
 		&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{{Name: "thick", VolumeGroup: "vg"}}},
 	)

@@ -21,8 +21,8 @@ import (
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	topolvmapply "github.com/lvm-operator/lvm-operator/api/topolvm/v1/applyconfiguration"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvm/lvmtest"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 const (
@@ -48,14 +48,14 @@ func testConfig() *lvmd.Config {
 }
 
 // newFakeLVM is VG "vg" of 10 GiB (4 MiB extents, tagged lvms) with thin pool "pool" of 4 GiB.
-func newFakeLVM() *fakelvm.LVM {
-	f := fakelvm.New()
+func newFakeLVM() *lvmtest.LVM {
+	f := lvmtest.New()
 	f.AddVG("vg", uint64(10*gib), uint64(extent), lvm.Tag)
 	f.AddThinPool("vg", "pool", uint64(4*gib))
 	return f
 }
 
-func newService(t *testing.T, f *fakelvm.LVM) *lvmd.Service {
+func newService(t *testing.T, f *lvmtest.LVM) *lvmd.Service {
 	t.Helper()
 	classes, err := lvmd.NewDeviceClassManager(testConfig())
 	if err != nil {
@@ -70,7 +70,7 @@ func newService(t *testing.T, f *fakelvm.LVM) *lvmd.Service {
 
 type env struct {
 	t      *testing.T
-	fake   *fakelvm.LVM
+	fake   *lvmtest.LVM
 	svc    *lvmd.Service
 	client client.Client
 	r      *Reconciler
@@ -110,13 +110,13 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 }
 
 // newEnvOn is a reconcilier on f and cl whose LVs all have their device nodes.
-func newEnvOn(t *testing.T, f *fakelvm.LVM, cl client.Client) *env {
+func newEnvOn(t *testing.T, f *lvmtest.LVM, cl client.Client) *env {
 	t.Helper()
 	return newEnvStat(t, f, cl, func(string) error { return nil })
 }
 
 // newEnvStat is newEnvOn with stat answering whether a device node exists.
-func newEnvStat(t *testing.T, f *fakelvm.LVM, cl client.Client, stat func(string) error) *env {
+func newEnvStat(t *testing.T, f *lvmtest.LVM, cl client.Client, stat func(string) error) *env {
 	t.Helper()
 	svc := newService(t, f)
 	r, err := New(Options{Client: cl, APIReader: cl, NodeName: node, LVM: svc, StatDevice: stat})

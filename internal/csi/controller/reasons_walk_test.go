@@ -26,8 +26,8 @@ import (
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
+	"github.com/lvm-operator/lvm-operator/internal/lvm/lvmtest"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd/fakelvm"
 )
 
 // walkCase is one failure walked from its origin to the CSI error.
@@ -169,7 +169,7 @@ func sentinelFor(t *testing.T, info string) error {
 // lvmdNode is node-lvmd: the real LogicalVolume reconciler driving lvmd through its gRPC socket,
 // lvmd running the fake lvm2.
 type lvmdNode struct {
-	fake         *fakelvm.LVM
+	fake         *lvmtest.LVM
 	svc          *lvmd.Service
 	plantForeign atomic.Bool
 	mu           sync.Mutex
@@ -225,7 +225,7 @@ func (w wireLVM) GetLV(ctx context.Context, name, class string) (lvmd.LV, error)
 func startLVMDNode(t *testing.T, node string) *lvmdNode {
 	t.Helper()
 	ctx := t.Context()
-	n := &lvmdNode{fake: fakelvm.New(), conditions: map[string]string{}, asked: map[string]bool{}}
+	n := &lvmdNode{fake: lvmtest.New(), conditions: map[string]string{}, asked: map[string]bool{}}
 	n.fake.AddVG("vg", uint64(100*lvmcsi.GiB), uint64(4*lvmcsi.MiB), lvm.Tag)
 	n.fake.AddVG("foreign", uint64(100*lvmcsi.GiB), uint64(4*lvmcsi.MiB))
 	classes, err := lvmd.NewDeviceClassManager(&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{

@@ -1,0 +1,164 @@
+package lvm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The state model: how each lvm2 command the Client runs changes the LVM objects. lvmd's cache
+// applies its own successful commands with it instead of reading the state again, and the test
+// fake (lvmtest) is built on it, so both follow one description of lvm2's behaviour: extents
+// rounded up (per stripe), areas allocated in rounds over the PVs with the most free extents
+// (Layout), RAID images and thin pool data and metadata as hidden sub-LVs, the pool metadata
+// spare, and lvm2's messages for what it refuses.
+
+// Op is one lvm2 command's change to the LVM objects; State.Apply applies it. The ops carry the
+// same option types the Client builds its command lines from.
+type Op interface {
+	apply(s *State) error
+}
+
+// Apply changes s as lvm2 would run op. When lvm2 would refuse the command, s is unchanged and
+// the error wraps the sentinel lvm2's message is classified as (ErrNotFound, ErrAlreadyExists,
+// ErrInsufficientSpace, ErrInUse, ErrInvalidArgument); its text is lvm2's message.
+func (s *State) Apply(op Op) error {
+	next := s.Clone()
+	if err := op.apply(next); err != nil {
+		return err
+	}
+	for _, vg := range next.VGs {
+		next.recount(vg.Name)
+	}
+	*s = *next
+	return nil
+}
+
+// Clone returns a deep copy of s (LV segments and tags included).
+func (s *State) Clone() *State {
+	out := &State{VGs: slices.Clone(s.VGs), PVs: slices.Clone(s.PVs), LVs: slices.Clone(s.LVs)}
+	for i := range out.VGs {
+		out.VGs[i].Tags = slices.Clone(out.VGs[i].Tags)
+	}
+	for i := range out.LVs {
+		lv := &out.LVs[i]
+		lv.Tags = slices.Clone(lv.Tags)
+		lv.Segments = slices.Clone(lv.Segments)
+		for j := range lv.Segments {
+			lv.Segments[j].Devices = slices.Clone(lv.Segments[j].Devices)
+		}
+	}
+	return out
+}
+
+// modelError is a refusal of the model: lvm2's message, classified as sentinel.
+type modelError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *modelError) Error() string { return e.msg }
+func (e *modelError) Unwrap() error { return e.sentinel }
+
+func refuse(sentinel error, format string, args ...any) error {
+	return &modelError{sentinel: sentinel, msg: fmt.Sprintf(format, args...)}
+}
+
+// ExitCode returns the exit status lvm2 ends with when it refuses a command for err: 3 for an
+// invalid command line, 5 otherwise.
+func ExitCode(err error) int {
+	if errors.Is(err, ErrInvalidArgument) {
+		return 3
+	}
+	return 5
+}
+
+// vgIndex returns the index of VG name, or lvm2's not-found refusal.
+func (s *State) vgIndex(name string) (int, error) {
+	i := slices.IndexFunc(s.VGs, func(vg VG) bool { return vg.Name == name })
+	if i < 0 {
+		return -1, refuse(ErrNotFound, "Volume group \"%s\" not found", name)
+	}
+	return i, nil
+}
+
+// lvIndex returns the index of LV vg/name, or lvm2's not-found refusal.
+func (s *State) lvIndex(vg, name string) (int, error) {
+	if _, err := s.vgIndex(vg); err != nil {
+		return -1, err
+	}
+	i := slices.IndexFunc(s.LVs, func(lv LV) bool { return lv.VGName == vg && lv.Name == name })
+	if i < 0 {
+		return -1, refuse(ErrNotFound, "Failed to find logical volume \"%s/%s\"", vg, name)
+	}
+	return i, nil
+}
+
+// newLVName checks that name is free in VG vg.
+func (s *State) newLVName(vg, name string) error {
+	if err := ValidName(name); err != nil {
+		return refuse(ErrInvalidArgument, "Logical volume name \"%s\" is invalid.", name)
+	}
+	if _, ok := s.LV(vg, name); ok {
+		return refuse(ErrAlreadyExists, "Logical Volume \"%s\" already exists in volume group \"%s\"", name, vg)
+	}
+	return nil
+}
+
+// addLV adds lv (visible or hidden) to VG vg with its paths and a new UUID.
+func (s *State) addLV(vg VG, lv LV) {
+	lv.VGName = vg.Name
+	if !lv.Hidden {
+		lv.Path = "/dev/" + vg.Name + "/" + lv.Name
+		lv.DMPath = DMPath(vg.Name, lv.Name)
+	}
+	lv.UUID = fmt.Sprintf("model-%s-%s-%d", vg.Name, lv.Name, len(s.LVs))
+	s.LVs = append(s.LVs, lv)
+	s.recount(vg.Name)
+}
+
+// recount sets the VG's LV and PV counts, and marks its thin pools open while a thin LV of theirs
+// is active (the thin LV's device holds the pool's).
+func (s *State) recount(vg string) {
+	i := slices.IndexFunc(s.VGs, func(v VG) bool { return v.Name == vg })
+	if i < 0 {
+		return
+	}
+	s.VGs[i].LVCount = len(s.LVsOf(vg))
+	s.VGs[i].PVCount = len(s.PVsOf(vg))
+	for j := range s.LVs {
+		if pool := &s.LVs[j]; pool.VGName == vg && pool.Attr.IsThinPool() {
+			pool.Attr.Open = '-'
+			if slices.ContainsFunc(s.LVs, func(lv LV) bool {
+				return lv.VGName == vg && lv.PoolLV == pool.Name && lv.Attr.Active()
+			}) {
+				pool.Attr.Open = 'o'
+			}
+		}
+	}
+}
+
+// DMPath returns the device-mapper path of LV lv in VG vg (each "-" of a name doubled).
+func DMPath(vg, lv string) string {
+	return "/dev/mapper/" + strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(lv, "-", "--")
+}
+
+// attr builds the lv_attr of an active LV of volume type vt.
+func attr(vt VolumeType, writable bool, target TargetType, zero bool) LVAttr {
+	perm := PermissionWritable
+	if !writable {
+		perm = PermissionReadOnly
+	}
+	return LVAttr{
+		VolumeType: vt, Permission: perm, Allocation: 'i', State: StateActive, Open: '-',
+		TargetType: target, Zero: zero, Health: HealthOK,
+	}
+}
+
+// hiddenAttr builds the lv_attr of an active sub-LV that its parent holds open.
+func hiddenAttr(vt VolumeType, target TargetType) LVAttr {
+	a := attr(vt, true, target, false)
+	a.Open = 'o'
+	return a
+}

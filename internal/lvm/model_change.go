@@ -1,0 +1,143 @@
+package lvm
+
+import (
+	"slices"
+	"strings"
+)
+
+// RemoveLVOp is `lvremove` of one LV (Client.RemoveLV, RemoveThinPool): a copy-on-write origin
+// takes its snapshots with it, a thin pool its thin LVs, and the last thin pool of a VG the pool
+// metadata spare. An open LV is refused.
+type RemoveLVOp struct {
+	VG, Name string
+}
+
+func (op RemoveLVOp) apply(s *State) error {
+	i, err := s.lvIndex(op.VG, op.Name)
+	if err != nil {
+		return err
+	}
+	lv := s.LVs[i]
+	var with []string
+	for _, o := range s.LVs {
+		cow := o.Origin == lv.Name && o.Attr.IsSnapshot()
+		if o.VGName == op.VG && (cow || lv.Attr.IsThinPool() && o.PoolLV == lv.Name && o.Attr.IsThin()) {
+			with = append(with, o.Name)
+		}
+	}
+	// A pool is open while its thin LVs are active; only an LV that is open itself is in use.
+	for _, name := range append(with, lv.Name) {
+		if o, _ := s.LV(op.VG, name); o.Attr.IsOpen() && !o.Attr.IsThinPool() {
+			return refuse(ErrInUse, "Logical volume %s contains a filesystem in use.", o.FullName())
+		}
+	}
+	for _, name := range append(with, lv.Name) {
+		if j, err := s.lvIndex(op.VG, name); err == nil {
+			s.release(j)
+		}
+	}
+	for j := range s.LVs {
+		if o := &s.LVs[j]; o.VGName == op.VG && o.Origin == lv.Name {
+			o.Origin = "" // a thin snapshot outlives its origin
+		}
+		if o := &s.LVs[j]; o.VGName == op.VG && o.Name == lv.Origin && o.Attr.VolumeType == VolumeTypeOrigin &&
+			!s.hasSnapshot(op.VG, o.Name) {
+			o.Attr.VolumeType, o.Attr.TargetType = VolumeTypePlain, TargetNone
+		}
+	}
+	if lv.Attr.IsThinPool() && !slices.ContainsFunc(s.LVs, func(o LV) bool {
+		return o.VGName == op.VG && o.Attr.IsThinPool()
+	}) {
+		if j, err := s.lvIndex(op.VG, poolMetadataSpare); err == nil {
+			s.release(j)
+		}
+	}
+	return nil
+}
+
+func (s *State) hasSnapshot(vg, origin string) bool {
+	return slices.ContainsFunc(s.LVs, func(o LV) bool {
+		return o.VGName == vg && o.Origin == origin && o.Attr.IsSnapshot()
+	})
+}
+
+// RenameLVOp is `lvrename` (Client.RenameLV); snapshots and sub-LVs follow.
+type RenameLVOp struct {
+	VG, From, To string
+}
+
+func (op RenameLVOp) apply(s *State) error {
+	i, err := s.lvIndex(op.VG, op.From)
+	if err != nil {
+		return refuse(ErrNotFound, "Existing logical volume \"%s\" not found in volume group \"%s\"", op.From, op.VG)
+	}
+	if err := s.newLVName(op.VG, op.To); err != nil {
+		return err
+	}
+	for j := range s.LVs {
+		o := &s.LVs[j]
+		if o.VGName != op.VG {
+			continue
+		}
+		if o.Origin == op.From {
+			o.Origin = op.To
+		}
+		if o.PoolLV == op.From {
+			o.PoolLV = op.To
+		}
+		if o.Hidden && IsSubLV(op.From, o.Name) {
+			o.Name = op.To + strings.TrimPrefix(o.Name, op.From)
+		}
+		for k := range o.Segments {
+			for d, dev := range o.Segments[k].Devices {
+				if rest, ok := strings.CutPrefix(dev, op.From+"_"); ok {
+					o.Segments[k].Devices[d] = op.To + "_" + rest
+				}
+			}
+		}
+	}
+	s.LVs[i].Name = op.To
+	s.LVs[i].Path = "/dev/" + op.VG + "/" + op.To
+	s.LVs[i].DMPath = DMPath(op.VG, op.To)
+	return nil
+}
+
+// AddLVTagsOp is `lvchange --addtag` (Client.AddLVTags).
+type AddLVTagsOp struct {
+	VG, Name string
+	Tags     []string
+}
+
+func (op AddLVTagsOp) apply(s *State) error {
+	i, err := s.lvIndex(op.VG, op.Name)
+	if err != nil {
+		return err
+	}
+	for _, t := range op.Tags {
+		if !slices.Contains(s.LVs[i].Tags, t) {
+			s.LVs[i].Tags = append(s.LVs[i].Tags, t)
+		}
+	}
+	return nil
+}
+
+// ActivateLVOp is `lvchange -ay|-an` (Client.ActivateLV); activating clears nothing else.
+type ActivateLVOp struct {
+	VG, Name string
+	Active   bool
+}
+
+func (op ActivateLVOp) apply(s *State) error {
+	i, err := s.lvIndex(op.VG, op.Name)
+	if err != nil {
+		return err
+	}
+	if !op.Active && s.LVs[i].Attr.IsOpen() {
+		return refuse(ErrInUse, "Logical volume %s in use.", s.LVs[i].FullName())
+	}
+	s.LVs[i].Attr.State = StateInactive
+	if op.Active {
+		s.LVs[i].Attr.State = StateActive
+	}
+	return nil
+}

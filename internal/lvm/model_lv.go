@@ -1,0 +1,256 @@
+package lvm
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// CreateLVOp is `lvcreate` of a thick LV (Client.CreateLV).
+type CreateLVOp struct {
+	VG string
+	LVOptions
+}
+
+func (op CreateLVOp) apply(s *State) error {
+	vg, ok := s.VG(op.VG)
+	if !ok {
+		return refuse(ErrNotFound, "Volume group \"%s\" not found", op.VG)
+	}
+	if err := s.newLVName(vg.Name, op.Name); err != nil {
+		return err
+	}
+	l := op.Layout()
+	size := l.LVSize(op.Size, vg.ExtentSize)
+	lvExt := size / max(vg.ExtentSize, 1)
+	k := l.Images()
+	rounds, err := s.allocate(vg.Name, k, lvExt/uint64(l.DataStripes())+l.MetaExtents())
+	if err != nil {
+		return err
+	}
+	lv := LV{
+		Name: op.Name,
+		Size: size,
+		Tags: slices.Clone(op.Tags),
+		Attr: attr(VolumeTypePlain, true, TargetNone, false),
+	}
+	if l.RAID == "" {
+		lv.Segments = segments(rounds, vg.ExtentSize)
+		s.addLV(vg, lv)
+		return nil
+	}
+	lv.Attr = attr(VolumeTypeRAID, true, TargetRAID, false)
+	seg := Segment{Type: string(l.RAID), Stripes: k, Size: size}
+	for j := range k {
+		seg.Devices = append(seg.Devices, fmt.Sprintf("%s_rimage_%d(0)", op.Name, j))
+		s.addRAIDImage(vg, op.Name, j, rounds)
+	}
+	lv.Segments = []Segment{seg}
+	s.addLV(vg, lv)
+	return nil
+}
+
+// addRAIDImage adds image j of RAID LV name: its rmeta sub-LV takes the first extent of the
+// image's areas, its rimage sub-LV the rest.
+func (s *State) addRAIDImage(vg VG, name string, j int, rounds []round) {
+	suffix := "_" + strconv.Itoa(j)
+	if len(rounds) == 0 {
+		return
+	}
+	segs := image(rounds, j, vg.ExtentSize)
+	first := rounds[0][j]
+	meta := Segment{Type: "linear", Stripes: 1, Size: vg.ExtentSize, Devices: []string{first.device()}}
+	segs[0].Size -= vg.ExtentSize
+	segs[0].Devices = []string{area{pv: first.pv, start: first.start + 1}.device()}
+	var size uint64
+	for _, sg := range segs {
+		size += sg.Size
+	}
+	s.addLV(vg, LV{Name: name + "_rmeta" + suffix, Hidden: true, Size: vg.ExtentSize,
+		Attr: hiddenAttr(VolumeTypeMetadata, TargetRAID), Segments: []Segment{meta}})
+	s.addLV(vg, LV{Name: name + "_rimage" + suffix, Hidden: true, Size: size,
+		Attr: hiddenAttr(VolumeTypeImage, TargetRAID), Segments: segs})
+}
+
+// CreateThinLVOp is `lvcreate --type thin` (Client.CreateThinLV).
+type CreateThinLVOp struct {
+	VG string
+	ThinLVOptions
+}
+
+func (op CreateThinLVOp) apply(s *State) error {
+	vg, pool, err := s.thinPool(op.VG, op.Pool)
+	if err != nil {
+		return err
+	}
+	if err := s.newLVName(vg.Name, op.Name); err != nil {
+		return err
+	}
+	s.addLV(vg, LV{Name: op.Name, Size: RoundUp(op.VirtualSize, vg.ExtentSize), PoolLV: pool.Name,
+		Tags: slices.Clone(op.Tags), Attr: attr(VolumeTypeThin, true, TargetThin, false),
+		Segments: []Segment{{Type: "thin", Size: RoundUp(op.VirtualSize, vg.ExtentSize)}}})
+	return nil
+}
+
+// thinPool returns VG vg and its thin pool name.
+func (s *State) thinPool(vg, name string) (VG, LV, error) {
+	v, ok := s.VG(vg)
+	if !ok {
+		return v, LV{}, refuse(ErrNotFound, "Volume group \"%s\" not found", vg)
+	}
+	pool, ok := s.LV(vg, name)
+	if !ok || !pool.Attr.IsThinPool() {
+		return v, pool, refuse(ErrNotFound, "Failed to find logical volume \"%s/%s\"", vg, name)
+	}
+	return v, pool, nil
+}
+
+// CreateSnapshotOp is `lvcreate -s` (Client.CreateSnapshot): a thin snapshot in the origin's
+// pool (Size 0), or a copy-on-write snapshot of Size bytes, which makes its origin an origin.
+type CreateSnapshotOp struct {
+	VG string
+	SnapshotOptions
+}
+
+func (op CreateSnapshotOp) apply(s *State) error {
+	vg, ok := s.VG(op.VG)
+	if !ok {
+		return refuse(ErrNotFound, "Volume group \"%s\" not found", op.VG)
+	}
+	oi, err := s.lvIndex(op.VG, op.Origin)
+	if err != nil {
+		return err
+	}
+	if err := s.newLVName(vg.Name, op.Name); err != nil {
+		return err
+	}
+	origin := s.LVs[oi]
+	lv := LV{Name: op.Name, Origin: origin.Name, Tags: slices.Clone(op.Tags)}
+	if op.Size == 0 {
+		if !origin.Attr.IsThin() {
+			return refuse(ErrInvalidArgument, "Snapshot of %s needs a size (not a thin volume).", origin.FullName())
+		}
+		lv.Size, lv.PoolLV = origin.Size, origin.PoolLV
+		lv.Attr = attr(VolumeTypeThin, !op.ReadOnly, TargetThin, false)
+		lv.Attr.SkipActive = !op.Activate
+		if !op.Activate {
+			lv.Attr.State = StateInactive
+		}
+		lv.Segments = []Segment{{Type: "thin", Size: lv.Size}}
+		s.addLV(vg, lv)
+		return nil
+	}
+	lv.Size = RoundUp(op.Size, vg.ExtentSize)
+	rounds, err := s.allocate(vg.Name, 1, lv.Size/max(vg.ExtentSize, 1))
+	if err != nil {
+		return err
+	}
+	lv.Attr = attr(VolumeTypeSnapshot, !op.ReadOnly, TargetSnapshot, false)
+	lv.Segments = segments(rounds, vg.ExtentSize)
+	s.LVs[oi].Attr.VolumeType = VolumeTypeOrigin
+	s.LVs[oi].Attr.TargetType = TargetSnapshot
+	s.addLV(vg, lv)
+	return nil
+}
+
+// ExtendLVOp is `lvextend` (Client.ExtendLV): a thick LV takes its new extents in its layout, a
+// thin LV grows virtually, a thin pool grows its data (and its metadata with PoolMetadataSize).
+type ExtendLVOp struct {
+	VG, Name string
+	ExtendOptions
+}
+
+func (op ExtendLVOp) apply(s *State) error {
+	i, err := s.lvIndex(op.VG, op.Name)
+	if err != nil {
+		return err
+	}
+	vg, _ := s.VG(op.VG)
+	lv := s.LVs[i]
+	ext := max(vg.ExtentSize, 1)
+	if op.PoolMetadataSize > lv.MetadataSize && lv.Attr.IsThinPool() {
+		if err := s.growPoolMetadata(vg, i, op.PoolMetadataSize); err != nil {
+			return err
+		}
+	}
+	target := RoundUp(op.Size, ext) / ext
+	if op.Extents != "" {
+		if target, err = percentExtents(vg, uint64(len(s.PVsOf(vg.Name))), op.Extents); err != nil {
+			return err
+		}
+	}
+	if op.Size == 0 && op.Extents == "" {
+		return nil
+	}
+	l := lv.layout()
+	target = l.LVSize(target*ext, ext) / ext
+	cur := lv.Size / ext
+	switch {
+	case target == cur:
+		return refuse(ErrSizeUnchanged, "New size (%d extents) matches existing size (%d extents).", target, cur)
+	case target < cur:
+		return refuse(ErrInvalidArgument, "New size given (%d extents) not larger than existing size (%d extents)",
+			target, cur)
+	}
+	return s.grow(vg, i, l, target-cur)
+}
+
+// grow adds n extents to LV i (thin LVs grow virtually).
+func (s *State) grow(vg VG, i int, l Layout, n uint64) error {
+	lv := s.LVs[i]
+	if lv.Attr.IsThin() {
+		s.LVs[i].Size += n * vg.ExtentSize
+		return nil
+	}
+	rounds, err := s.allocate(vg.Name, l.Images(), n/uint64(l.DataStripes()))
+	if err != nil {
+		return err
+	}
+	i = slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg.Name && o.Name == lv.Name })
+	s.LVs[i].Size += n * vg.ExtentSize
+	switch {
+	case l.RAID != "":
+		for j := range l.Images() {
+			s.appendSegments(vg.Name, fmt.Sprintf("%s_rimage_%d", lv.Name, j), image(rounds, j, vg.ExtentSize))
+		}
+		s.LVs[i].Segments[0].Size = s.LVs[i].Size
+	case lv.Attr.IsThinPool():
+		s.appendSegments(vg.Name, lv.Name+"_tdata", segments(rounds, vg.ExtentSize))
+		s.LVs[i].Segments[0].Size = s.LVs[i].Size
+	default:
+		s.LVs[i].Segments = append(s.LVs[i].Segments, segments(rounds, vg.ExtentSize)...)
+	}
+	return nil
+}
+
+// appendSegments adds segs to hidden LV name (if the state lists it).
+func (s *State) appendSegments(vg, name string, segs []Segment) {
+	if j := slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg && o.Name == name }); j >= 0 {
+		s.LVs[j].Segments = append(s.LVs[j].Segments, segs...)
+		for _, sg := range segs {
+			s.LVs[j].Size += sg.Size
+		}
+	}
+}
+
+// layout returns the layout of an existing LV from its first segment.
+func (lv LV) layout() Layout {
+	if len(lv.Segments) == 0 {
+		return Layout{}
+	}
+	seg := lv.Segments[0]
+	switch RAIDType(seg.Type) {
+	case RAID1:
+		return Layout{RAID: RAID1, Mirrors: seg.Stripes - 1}
+	case RAID4, RAID5:
+		return Layout{RAID: RAIDType(seg.Type), Stripes: seg.Stripes - 1}
+	case RAID6:
+		return Layout{RAID: RAID6, Stripes: seg.Stripes - 2}
+	case RAID10:
+		return Layout{RAID: RAID10, Stripes: seg.Stripes / 2}
+	}
+	if seg.Type == "striped" {
+		return Layout{Stripes: seg.Stripes}
+	}
+	return Layout{}
+}

@@ -1,0 +1,128 @@
+package lvm
+
+import "slices"
+
+// CreateThinPoolOp is `lvcreate --type thin-pool` (Client.CreateThinPool). A relative size
+// (Extents) covers the data, the metadata and the VG's pool metadata spare, which the first pool
+// of a VG creates; the metadata is lvm2's estimate (64 bytes per data chunk, at least 2 MiB)
+// unless given.
+type CreateThinPoolOp struct {
+	VG string
+	ThinPoolOptions
+}
+
+func (op CreateThinPoolOp) apply(s *State) error {
+	vg, ok := s.VG(op.VG)
+	if !ok {
+		return refuse(ErrNotFound, "Volume group \"%s\" not found", op.VG)
+	}
+	if err := s.newLVName(vg.Name, op.Name); err != nil {
+		return err
+	}
+	ext := max(vg.ExtentSize, 1)
+	chunk := op.ChunkSize
+	if chunk == 0 {
+		chunk = 64 << 10
+	}
+	data := RoundUp(op.Size, ext) / ext
+	if op.Extents != "" {
+		share, err := percentExtents(vg, uint64(len(s.PVsOf(vg.Name))), op.Extents)
+		if err != nil {
+			return err
+		}
+		data = share
+	}
+	meta := op.MetadataSize
+	if meta == 0 {
+		meta = max(2<<20, data*ext/chunk*64)
+	}
+	metaExt := RoundUp(meta, ext) / ext
+	spare := uint64(0)
+	if _, ok := s.LV(vg.Name, poolMetadataSpare); !ok {
+		spare = metaExt
+	}
+	if op.Extents != "" {
+		if data <= metaExt+spare {
+			return refuse(
+				ErrInsufficientSpace,
+				"Volume group \"%s\" has insufficient free space (%d extents): %d required.",
+				vg.Name,
+				data,
+				metaExt+spare+1,
+			)
+		}
+		data -= metaExt + spare
+	}
+	return s.addThinPool(vg, op, data, metaExt, spare)
+}
+
+func (s *State) addThinPool(vg VG, op CreateThinPoolOp, data, metaExt, spare uint64) error {
+	ext := vg.ExtentSize
+	dataRounds, err := s.allocate(vg.Name, 1, data)
+	if err != nil {
+		return err
+	}
+	var dataPVs []string
+	for _, r := range dataRounds {
+		dataPVs = append(dataPVs, r[0].pv)
+	}
+	metaRounds, err := s.allocate(vg.Name, 1, metaExt, dataPVs...)
+	if err != nil {
+		return err
+	}
+	if spare > 0 {
+		spareRounds, err := s.allocate(vg.Name, 1, spare)
+		if err != nil {
+			return err
+		}
+		s.addLV(vg, LV{Name: poolMetadataSpare, Hidden: true, Size: spare * ext, Segments: segments(spareRounds, ext),
+			Attr: LVAttr{VolumeType: VolumeTypeMetadata, Permission: PermissionWritable, Allocation: 'i',
+				State: StateInactive, Open: '-', TargetType: TargetNone, Health: HealthOK}})
+	}
+	s.addLV(vg, LV{Name: op.Name + "_tdata", Hidden: true, Size: data * ext, Segments: segments(dataRounds, ext),
+		Attr: hiddenAttr(VolumeTypeThinPoolData, TargetNone)})
+	s.addLV(vg, LV{Name: op.Name + "_tmeta", Hidden: true, Size: metaExt * ext, Segments: segments(metaRounds, ext),
+		Attr: hiddenAttr(VolumeTypeMetadata, TargetNone)})
+	s.addLV(vg, LV{Name: op.Name, Size: data * ext, MetadataSize: metaExt * ext, Tags: slices.Clone(op.Tags),
+		Attr: attr(VolumeTypeThinPool, true, TargetThin, op.Zero),
+		Segments: []Segment{{Type: "thin-pool", Stripes: 1, ChunkSize: op.chunk(), Size: data * ext,
+			Devices: []string{op.Name + "_tdata(0)"}}}})
+	return nil
+}
+
+func (o ThinPoolOptions) chunk() uint64 {
+	if o.ChunkSize == 0 {
+		return 64 << 10
+	}
+	return o.ChunkSize
+}
+
+// growPoolMetadata grows thin pool i's metadata to size bytes.
+func (s *State) growPoolMetadata(vg VG, i int, size uint64) error {
+	pool := s.LVs[i]
+	ext := max(vg.ExtentSize, 1)
+	n := RoundUp(size, ext)/ext - RoundUp(pool.MetadataSize, ext)/ext
+	rounds, err := s.allocate(vg.Name, 1, n)
+	if err != nil {
+		return err
+	}
+	i = slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg.Name && o.Name == pool.Name })
+	s.LVs[i].MetadataSize = RoundUp(size, ext)
+	s.appendSegments(vg.Name, pool.Name+"_tmeta", segments(rounds, ext))
+	return nil
+}
+
+// SetThinPoolZeroOp is `lvchange --zero` of a thin pool (Client.SetThinPoolZero).
+type SetThinPoolZeroOp struct {
+	VG, Name string
+	Zero     bool
+}
+
+func (op SetThinPoolZeroOp) apply(s *State) error {
+	if _, _, err := s.thinPool(op.VG, op.Name); err != nil {
+		return err
+	}
+	i, _ := s.lvIndex(op.VG, op.Name)
+	s.LVs[i].Attr.Zero = op.Zero
+	return nil
+}
