@@ -33,12 +33,6 @@ func (s *Service) ActivateLV(ctx context.Context, name, class string) error {
 	if err := s.lvm.MakeNodes(ctx, vg, name); err != nil {
 		return fmt.Errorf("activate LV %s: %w", lv.FullName(), lvmError(err))
 	}
-	s.apply(func(st *lvm.State) {
-		for i := range st.LVs {
-			if st.LVs[i].VGName == vg.Name && st.LVs[i].Name == name {
-				st.LVs[i].Attr.State = lvm.StateActive
-			}
-		}
-	})
+	s.apply(lvm.ActivateLVOp{VG: vg.Name, Name: name, Active: true})
 	return nil
 }

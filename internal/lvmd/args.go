@@ -1,7 +1,6 @@
 package lvmd
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
@@ -18,26 +17,25 @@ func validateLVName(name string) error {
 	return nil
 }
 
-// createLV creates LV name of size bytes (already rounded to what lvm2 will allocate) in vg, the
-// class's VG as cached, through the lvm client. An option class replaces the class's layout and
-// lvcreate options.
-func (s *Service) createLV(
-	ctx context.Context, vg lvm.VG, dc *DeviceClass, oc *LVCreateOptionClass, name string, size uint64, tags []string,
-) error {
+// createOp returns the op that creates the LV of req in vg, the class's VG as cached, its size
+// rounded up as lvm2 rounds it (whole extents, and per stripe). An option class replaces the class's layout and lvcreate options.
+func createOp(vg lvm.VG, dc *DeviceClass, oc *LVCreateOptionClass, req CreateLVRequest, tags []string) lvm.Op {
 	extra := dc.LVCreateOptions
 	if oc != nil {
 		extra = oc.Options
 	}
+	size := lvm.RoundUp(req.Size, vg.ExtentSize)
 	if dc.IsThin() {
-		return s.lvm.CreateThinLV(ctx, vg, lvm.ThinLVOptions{
-			Name: name, Pool: dc.ThinPool.Name, VirtualSize: size, Tags: tags, Extra: extra,
-		})
+		return lvm.CreateThinLVOp{VG: vg.Name, ThinLVOptions: lvm.ThinLVOptions{
+			Name: req.Name, Pool: dc.ThinPool.Name, VirtualSize: size, Tags: tags, Extra: extra,
+		}}
 	}
-	o := lvm.LVOptions{Name: name, Size: size, Tags: tags, Extra: extra}
+	o := lvm.LVOptions{Name: req.Name, Size: size, Tags: tags, Extra: extra}
 	if oc == nil {
 		setLayout(dc, &o)
 	}
-	return s.lvm.CreateLV(ctx, vg, o)
+	o.Size = o.Layout().LVSize(req.Size, vg.ExtentSize)
+	return lvm.CreateLVOp{VG: vg.Name, LVOptions: o}
 }
 
 // setLayout sets the RAID or striping of a thick class's LVs.
@@ -50,14 +48,4 @@ func setLayout(dc *DeviceClass, o *lvm.LVOptions) {
 		o.Stripes = int(*dc.Stripe)
 	}
 	o.StripeSize = dc.StripeSize
-}
-
-// createSnapshot creates snapshot name of origin in vg through the lvm client: a thin snapshot
-// activated at once (cow == 0) or a copy-on-write snapshot of cow bytes.
-func (s *Service) createSnapshot(
-	ctx context.Context, vg lvm.VG, origin, name string, cow uint64, readOnly bool, tags []string,
-) error {
-	return s.lvm.CreateSnapshot(ctx, vg, lvm.SnapshotOptions{
-		Name: name, Origin: origin, Size: cow, ReadOnly: readOnly, Activate: cow == 0, Tags: tags,
-	})
 }

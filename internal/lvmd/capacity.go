@@ -129,76 +129,16 @@ func sub(a, b uint64) uint64 {
 	return a - b
 }
 
-// roundUp rounds n up to a multiple of unit (unit 0 leaves n unchanged).
-func roundUp(n, unit uint64) uint64 {
-	if unit == 0 || n%unit == 0 {
-		return n
-	}
-	return n + unit - n%unit
-}
-
-// layout is how a thick LV's extents are spread over PVs.
-type layout struct {
-	raid    lvm.RAIDType
-	mirrors int
-	stripes int
-}
-
-// layoutOf returns the layout the class gives its thick LVs. Options of an
-// lvcreate option class are opaque, so an option class is treated as
-// linear; the periodic refresh corrects the estimate.
-func layoutOf(dc *DeviceClass, optionClass bool) layout {
+// layoutOf returns the layout the class gives its thick LVs. Options of an lvcreate option class
+// are opaque, so an option class is treated as linear; the periodic refresh corrects the estimate.
+func layoutOf(dc *DeviceClass, optionClass bool) lvm.Layout {
 	switch {
 	case optionClass:
-		return layout{}
+		return lvm.Layout{}
 	case dc.RAID != nil:
-		return layout{raid: dc.RAID.Type, mirrors: dc.RAID.Mirrors, stripes: dc.RAID.Stripes}
+		return lvm.Layout{RAID: dc.RAID.Type, Mirrors: dc.RAID.Mirrors, Stripes: dc.RAID.Stripes}
 	case dc.Stripe != nil:
-		return layout{stripes: int(*dc.Stripe)}
+		return lvm.Layout{Stripes: int(*dc.Stripe)}
 	}
-	return layout{}
-}
-
-// lvSize returns the size lvm2 gives an LV asked for size bytes: whole
-// extents, and a whole number of extents per stripe.
-func (l layout) lvSize(size, extent uint64) uint64 {
-	s := roundUp(size, extent)
-	if n := uint64(l.dataStripes()); n > 1 {
-		s = roundUp(s, n*extent)
-	}
-	return s
-}
-
-// dataStripes is the number of stripes the LV's data is split over.
-func (l layout) dataStripes() int {
-	switch l.raid {
-	case lvm.RAID1:
-		return 1
-	case lvm.RAID4, lvm.RAID5, lvm.RAID10:
-		return max(l.stripes, 2)
-	case lvm.RAID6:
-		return max(l.stripes, 3)
-	}
-	return max(l.stripes, 1)
-}
-
-// physical estimates the VG bytes an LV of lvSize takes: the data plus
-// RAID copies or parity and one metadata extent per RAID image.
-func (l layout) physical(lvSize, extent uint64) uint64 {
-	stripes := uint64(l.dataStripes())
-	perImage := lvSize / stripes
-	var images uint64
-	switch l.raid {
-	case "":
-		return lvSize
-	case lvm.RAID1:
-		images = uint64(max(l.mirrors, 1)) + 1
-	case lvm.RAID10:
-		images = stripes * (uint64(max(l.mirrors, 1)) + 1)
-	case lvm.RAID4, lvm.RAID5:
-		images = stripes + 1
-	case lvm.RAID6:
-		images = stripes + 2
-	}
-	return images * (perImage + extent)
+	return lvm.Layout{}
 }

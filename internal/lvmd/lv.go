@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
@@ -67,22 +66,20 @@ type CreateLVRequest struct {
 	Tags []string
 }
 
-// change is a planned cache update: bytes reserved while the command runs,
-// then applied to the state.
+// change is a planned change of an LV: the op its lvm2 command runs and the cache then applies
+// (lvm.State.Apply), and the capacity reserved while the command runs.
 type change struct {
-	vg, poolKey string
-	// vgState is the VG as cached when the change was planned: the lvm client checks it is this
-	// node's before it changes it.
+	op lvm.Op
+	// vg and name name the LV; vgState is the VG as cached when the change was planned: the lvm
+	// client checks it is this node's before it changes it.
+	vg, name string
 	vgState  lvm.VG
+	poolKey  string
 	physical uint64
 	virtual  uint64
-	// logical is the LV bytes a thick change adds (checked against a RAID class's
-	// capacity, which is in LV bytes); layout and grow tell how its extents are
-	// taken from the cached PVs (a grow adds no RAID metadata).
+	// logical is the LV bytes a thick change adds (checked against a RAID class's capacity, which
+	// is in LV bytes).
 	logical uint64
-	layout  layout
-	grow    bool
-	lv      lvm.LV
 }
 
 // CreateLV creates an LV, or returns the existing one of the same name, kind
@@ -106,18 +103,47 @@ func (s *Service) CreateLV(ctx context.Context, req CreateLVRequest) (LV, error)
 	}
 	defer s.locks.lock(dc.VolumeGroup + "/" + req.Name)()
 
-	plan := func() (*change, *LV, error) { return s.planCreate(dc, oc != nil, req, tags) }
+	plan := func() (*change, *LV, error) { return s.planCreate(dc, oc, req, tags) }
 	c, existing, err := s.withState(ctx, dc.RAID != nil, plan)
 	if err != nil || existing != nil {
 		return deref(existing), wrapf(err, "create LV %s in device class %s", req.Name, dc.Name)
 	}
-	if err := s.createLV(ctx, c.vgState, dc, oc, req.Name, c.lv.Size, tags); err != nil {
-		s.release(c)
-		err = fmt.Errorf("create LV %s in device class %s: %w", req.Name, dc.Name, lvmError(err))
-		return LV{}, s.refreshAfterFailure(ctx, err)
+	lv, err := s.run(ctx, dc, c)
+	return lv, wrapf(err, "create LV %s in device class %s", req.Name, dc.Name)
+}
+
+// run runs c's lvm2 command and applies c to the cache; when the command fails, the reservation
+// is dropped and the state read again. It returns the LV as the cache then holds it.
+func (s *Service) run(ctx context.Context, dc *DeviceClass, c *change) (LV, error) {
+	var err error
+	switch op := c.op.(type) {
+	case lvm.CreateLVOp:
+		err = s.lvm.CreateLV(ctx, c.vgState, op.LVOptions)
+	case lvm.CreateThinLVOp:
+		err = s.lvm.CreateThinLV(ctx, c.vgState, op.ThinLVOptions)
+	case lvm.CreateSnapshotOp:
+		err = s.lvm.CreateSnapshot(ctx, c.vgState, op.SnapshotOptions)
+	case lvm.ExtendLVOp:
+		err = s.lvm.ExtendLV(ctx, c.vgState, op.Name, op.ExtendOptions)
+	default:
+		err = fmt.Errorf("%w: lvmd runs no %T", ErrInvalidArgument, c.op)
 	}
-	s.commit(c)
-	return toLV(dc, c.lv), nil
+	if err != nil {
+		s.release(c)
+		return LV{}, s.refreshAfterFailure(ctx, lvmError(err))
+	}
+	s.applyReleasing(c, c.op)
+	s.mu.Lock()
+	lv, ok := s.state.LV(c.vg, c.name)
+	s.mu.Unlock()
+	if !ok {
+		// The model refused what lvm2 did (applyReleasing asked for a state read): read it now.
+		if err := s.Refresh(ctx); err != nil {
+			return LV{}, err
+		}
+		return s.GetLV(ctx, c.name, dc.Name)
+	}
+	return toLV(dc, lv), nil
 }
 
 func deref[T any](p *T) T {
@@ -201,35 +227,31 @@ func (s *Service) classVG(dc *DeviceClass) (lvm.VG, lvm.LV, error) {
 // returns the existing LV instead when the create is a repeat.
 func (s *Service) planCreate(
 	dc *DeviceClass,
-	optionClass bool,
+	oc *LVCreateOptionClass,
 	req CreateLVRequest,
 	tags []string,
 ) (*change, *LV, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	vg, pool, err := s.classVG(dc)
+	vg, _, err := s.classVG(dc)
 	if err != nil {
 		return nil, nil, err
 	}
-	l := layoutOf(dc, optionClass)
-	size := l.lvSize(req.Size, vg.ExtentSize)
-	if dc.IsThin() {
-		size = roundUp(req.Size, vg.ExtentSize)
+	op := createOp(vg, dc, oc, req, tags)
+	c := &change{op: op, vg: vg.Name, name: req.Name, vgState: vg}
+	var size uint64
+	switch o := op.(type) {
+	case lvm.CreateThinLVOp:
+		size = lvm.RoundUp(req.Size, vg.ExtentSize)
+		c.poolKey, c.virtual = vg.Name+"/"+dc.ThinPool.Name, size
+	case lvm.CreateLVOp:
+		l := o.Layout()
+		size = l.LVSize(req.Size, vg.ExtentSize)
+		c.physical, c.logical = l.PhysicalExtents(size/max(vg.ExtentSize, 1))*vg.ExtentSize, size
 	}
 	if lv, ok := s.state.LV(vg.Name, req.Name); ok {
 		out, err := existingLV(dc, lv, size)
 		return nil, out, err
-	}
-	c := &change{vg: vg.Name, vgState: vg, lv: lvm.LV{
-		Name: req.Name, VGName: vg.Name, Size: size, Tags: tags,
-		Path: "/dev/" + vg.Name + "/" + req.Name, DMPath: dmPath(vg.Name, req.Name),
-		Attr: mustAttr("-wi-a-----"),
-	}}
-	if dc.IsThin() {
-		c.poolKey, c.virtual = vg.Name+"/"+pool.Name, size
-		c.lv.PoolLV, c.lv.Attr = pool.Name, mustAttr("Vwi-a-tz--")
-	} else {
-		c.physical, c.logical, c.layout = l.physical(size, vg.ExtentSize), size, l
 	}
 	if err := s.reserve(dc, c); err != nil {
 		return nil, nil, err
@@ -296,59 +318,4 @@ func (s *Service) releaseLocked(c *change) {
 	}
 }
 
-// commit releases c's reservation and adds its LV to the cache.
-func (s *Service) commit(c *change) {
-	lv := c.lv
-	s.applyReleasing(c, func(st *lvm.State) {
-		if _, ok := st.LV(lv.VGName, lv.Name); ok {
-			return
-		}
-		lv.Tags = slices.Clone(lv.Tags)
-		st.LVs = append(st.LVs, lv)
-		updateVG(st, lv.VGName, func(vg *lvm.VG) {
-			vg.LVCount++
-			takeBytes(vg, c.physical)
-		})
-		takeChangePVs(st, c)
-	})
-}
-
-// takeChangePVs takes a thick change's extents from the cached PVs of its VG.
-func takeChangePVs(st *lvm.State, c *change) {
-	if vg, ok := st.VG(c.vg); ok && c.poolKey == "" && vg.ExtentSize > 0 {
-		takePVExtents(st, vg, c.layout, c.logical/vg.ExtentSize, !c.grow)
-	}
-}
-
-// takeBytes moves n bytes of the VG from free to used (negative: back).
-func takeBytes(vg *lvm.VG, n uint64) {
-	vg.Free = sub(vg.Free, n)
-	if vg.ExtentSize > 0 {
-		vg.FreeCount = sub(vg.FreeCount, n/vg.ExtentSize)
-	}
-}
-
-func giveBytes(vg *lvm.VG, n uint64) {
-	vg.Free += n
-	if vg.ExtentSize > 0 {
-		vg.FreeCount += n / vg.ExtentSize
-	}
-}
-
-func updateVG(st *lvm.State, name string, f func(*lvm.VG)) {
-	if i := slices.IndexFunc(st.VGs, func(vg lvm.VG) bool { return vg.Name == name }); i >= 0 {
-		f(&st.VGs[i])
-	}
-}
-
-func dmPath(vg, lv string) string {
-	return "/dev/mapper/" + strings.ReplaceAll(vg, "-", "--") + "-" + strings.ReplaceAll(lv, "-", "--")
-}
-
-func mustAttr(s string) lvm.LVAttr {
-	a, err := lvm.ParseLVAttr(s)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
+func dmPath(vg, lv string) string { return lvm.DMPath(vg, lv) }

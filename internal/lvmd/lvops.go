@@ -88,87 +88,45 @@ func (s *Service) RemoveLV(ctx context.Context, name, class string) error {
 	if err := s.ensureState(ctx); err != nil {
 		return fmt.Errorf("remove LV %s: %w", name, err)
 	}
-	vg, lv, freed, err := s.planRemove(dc, name)
+	vg, lv, err := s.planRemove(dc, name)
 	if err != nil || vg.Name == "" {
 		return wrapf(err, "remove LV %s", name)
 	}
 	if err := s.zeroThick(ctx, vg, lv); err != nil {
 		return s.refreshAfterFailure(ctx, fmt.Errorf("remove LV %s: %w", name, err))
 	}
-	err = s.removeLV(ctx, vg, name, func() {
-		s.apply(func(st *lvm.State) {
-			if _, ok := st.LV(vg.Name, name); !ok {
-				return
-			}
-			st.LVs = slices.DeleteFunc(st.LVs, func(lv lvm.LV) bool {
-				return lv.VGName == vg.Name && (lv.Name == name || (lv.Hidden && isSubLV(name, lv.Name)))
-			})
-			updateVG(st, vg.Name, func(v *lvm.VG) {
-				v.LVCount--
-				giveBytes(v, freed)
-			})
-		})
-	})
+	err = s.removeLV(ctx, vg, name, func() { s.apply(lvm.RemoveLVOp{VG: vg.Name, Name: name}) })
 	if err != nil {
 		if lvm.IsNotFound(err) {
 			return s.refreshAfterFailure(ctx, nil)
 		}
 		return s.refreshAfterFailure(ctx, fmt.Errorf("remove LV %s: %w", name, lvmError(err)))
 	}
-	if freed > 0 {
+	if !lv.Attr.IsThin() {
 		s.markPVsStale(vg.Name)
 	}
 	return nil
 }
 
-// planRemove returns the VG of the LV to remove, the LV, and the VG bytes
-// removing it frees; a zero VG when there is nothing to remove.
-func (s *Service) planRemove(dc *DeviceClass, name string) (lvm.VG, lvm.LV, uint64, error) {
+// planRemove returns the VG of the LV to remove and the LV; a zero VG when there is nothing to
+// remove. An LV with a copy-on-write snapshot is in use (lvm2 would remove the snapshot with it).
+func (s *Service) planRemove(dc *DeviceClass, name string) (lvm.VG, lvm.LV, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	vg, lv, err := s.lookup(dc, name)
 	if errors.Is(err, ErrNotFound) {
-		return lvm.VG{}, lvm.LV{}, 0, nil
+		return lvm.VG{}, lvm.LV{}, nil
 	}
 	if err != nil {
-		return lvm.VG{}, lvm.LV{}, 0, err
+		return lvm.VG{}, lvm.LV{}, err
 	}
-	if lv.Attr.IsThin() {
-		return vg, lv, 0, nil
-	}
-	var freed, subs uint64
 	for _, o := range s.state.LVs {
-		if o.VGName != vg.Name {
-			continue
-		}
-		if o.Origin == name && o.Attr.IsSnapshot() {
-			return lvm.VG{}, lvm.LV{}, 0, fmt.Errorf("%w: LV %s has copy-on-write snapshot %s",
+		if o.VGName == vg.Name && o.Origin == name && o.Attr.IsSnapshot() {
+			return lvm.VG{}, lvm.LV{}, fmt.Errorf("%w: LV %s has copy-on-write snapshot %s",
 				ErrInUse, lv.FullName(), o.Name)
 		}
-		if o.Hidden && isSubLV(name, o.Name) {
-			subs += o.Size
-		}
 	}
-	freed = lv.Size
-	if subs > 0 {
-		freed = subs
-	}
-	return vg, lv, freed, nil
-}
-
-// isSubLV reports whether hidden LV sub is a RAID or mirror image, metadata
-// or log of lv.
-func isSubLV(lv, sub string) bool {
-	rest, ok := strings.CutPrefix(sub, lv+"_")
-	if !ok {
-		return false
-	}
-	for _, p := range []string{"rimage_", "rmeta_", "mimage_", "mlog"} {
-		if strings.HasPrefix(rest, p) {
-			return true
-		}
-	}
-	return false
+	return vg, lv, nil
 }
 
 // ResizeLV grows an LV to size bytes (rounded up as lvm2 does). A size not
@@ -185,58 +143,46 @@ func (s *Service) ResizeLV(ctx context.Context, name, class string, size uint64)
 	if err := s.ensureState(ctx); err != nil {
 		return LV{}, fmt.Errorf("resize LV %s: %w", name, err)
 	}
-	vg, c, current, err := s.planResize(dc, name, size)
+	c, current, err := s.planResize(dc, name, size)
 	if err != nil || c == nil {
 		return current, wrapf(err, "resize LV %s", name)
 	}
-	if err := s.lvm.ExtendLV(ctx, vg, name, lvm.ExtendOptions{Size: c.lv.Size}); err != nil {
-		s.release(c)
-		return LV{}, s.refreshAfterFailure(ctx, fmt.Errorf("resize LV %s: %w", name, lvmError(err)))
-	}
-	newSize := c.lv.Size
-	s.applyReleasing(c, func(st *lvm.State) {
-		i := slices.IndexFunc(st.LVs, func(lv lvm.LV) bool { return lv.VGName == vg.Name && lv.Name == name })
-		if i < 0 || st.LVs[i].Size >= newSize {
-			return
-		}
-		st.LVs[i].Size = newSize
-		updateVG(st, vg.Name, func(v *lvm.VG) { takeBytes(v, c.physical) })
-		takeChangePVs(st, c)
-	})
-	current.Size = newSize
-	return current, nil
+	lv, err := s.run(ctx, dc, c)
+	return lv, wrapf(err, "resize LV %s", name)
 }
 
 // planResize validates a resize and reserves its capacity; a nil change
 // means the LV is large enough already.
-func (s *Service) planResize(dc *DeviceClass, name string, size uint64) (lvm.VG, *change, LV, error) {
+func (s *Service) planResize(dc *DeviceClass, name string, size uint64) (*change, LV, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	vg, lv, err := s.lookup(dc, name)
 	if err != nil {
-		return vg, nil, LV{}, err
+		return nil, LV{}, err
 	}
 	current := toLV(dc, lv)
 	if lv.Attr.IsSnapshot() {
-		return vg, nil, LV{}, fmt.Errorf("%w: LV %s is a copy-on-write snapshot", ErrInvalidArgument, lv.FullName())
+		return nil, LV{}, fmt.Errorf("%w: LV %s is a copy-on-write snapshot", ErrInvalidArgument, lv.FullName())
 	}
 	l := layoutOf(dc, false)
-	newSize := l.lvSize(size, vg.ExtentSize)
+	newSize := l.LVSize(size, vg.ExtentSize)
 	if dc.IsThin() {
-		newSize = roundUp(size, vg.ExtentSize)
+		newSize = lvm.RoundUp(size, vg.ExtentSize)
 	}
 	if newSize <= lv.Size {
-		return vg, nil, current, nil
+		return nil, current, nil
 	}
-	c := &change{vg: vg.Name, lv: lvm.LV{Name: name, VGName: vg.Name, Size: newSize}}
+	c := &change{vg: vg.Name, name: name, vgState: vg,
+		op: lvm.ExtendLVOp{VG: vg.Name, Name: name, ExtendOptions: lvm.ExtendOptions{Size: newSize}}}
 	if dc.IsThin() {
 		c.poolKey, c.virtual = vg.Name+"/"+lv.PoolLV, newSize-lv.Size
 	} else {
-		c.physical = sub(l.physical(newSize, vg.ExtentSize), l.physical(lv.Size, vg.ExtentSize))
-		c.logical, c.layout, c.grow = newSize-lv.Size, l, true
+		ext := max(vg.ExtentSize, 1)
+		c.physical = l.GrowExtents((newSize-lv.Size)/ext) * ext
+		c.logical = newSize - lv.Size
 	}
 	if err := s.reserve(dc, c); err != nil {
-		return vg, nil, LV{}, err
+		return nil, LV{}, err
 	}
-	return vg, c, current, nil
+	return c, current, nil
 }

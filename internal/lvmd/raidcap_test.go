@@ -97,8 +97,9 @@ func TestRAIDCapacity(t *testing.T) {
 	}
 }
 
-// TestRAIDCapacityFollowsCreates checks that the cache takes a create's extents from
-// the PVs as lvm2 does, so the capacity after it is what lvm2 can still allocate.
+// TestRAIDCapacityFollowsCreates checks that the cache, applying a create with the state model,
+// takes its extents from the PVs as lvm2 does, so the capacity after it is what lvm2 can still
+// allocate.
 func TestRAIDCapacityFollowsCreates(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -116,11 +117,11 @@ func TestRAIDCapacityFollowsCreates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := raidState(tt.free)
-			l := layoutOf(tt.dc, false)
-			size := tt.create * testExtent
-			c := &change{vg: "vg", physical: l.physical(size, testExtent), logical: size, layout: l}
-			updateVG(st, "vg", func(vg *lvm.VG) { takeBytes(vg, c.physical) })
-			takeChangePVs(st, c)
+			o := lvm.LVOptions{Name: "lv", Size: tt.create * testExtent}
+			setLayout(tt.dc, &o)
+			if err := st.Apply(lvm.CreateLVOp{VG: "vg", LVOptions: o}); err != nil {
+				t.Fatal(err)
+			}
 			var pvFree uint64
 			for _, pv := range st.PVs {
 				pvFree += pv.Free
@@ -131,61 +132,6 @@ func TestRAIDCapacityFollowsCreates(t *testing.T) {
 			got := classCapacity(tt.dc, st, newPending(), lvm.Identity{}).FreeBytes / testExtent
 			if got != tt.wantAfter {
 				t.Errorf("capacity after create = %d extents, want %d", got, tt.wantAfter)
-			}
-		})
-	}
-}
-
-func TestPerImageExtents(t *testing.T) {
-	tests := []struct {
-		free []uint64
-		k    int
-		want uint64
-	}{
-		{nil, 2, 0},
-		{[]uint64{10}, 1, 10},
-		{[]uint64{10, 5}, 1, 15},
-		{[]uint64{10, 5}, 2, 5},
-		{[]uint64{10, 5}, 3, 0},
-		{[]uint64{0, 5, 5}, 2, 5},
-		{[]uint64{7, 7, 7}, 2, 7}, // lvm2: raid1 on three equal PVs leaves the third unused
-	}
-	for _, tt := range tests {
-		if got := perImageExtents(tt.free, tt.k); got != tt.want {
-			t.Errorf("perImageExtents(%v, %d) = %d, want %d", tt.free, tt.k, got, tt.want)
-		}
-	}
-}
-
-// TestTakePVExtents: the cache takes a new LV's extents from the PVs in the rounds perImageExtents
-// counts, stopping at what the LV needs, and leaves PVs of other VGs and unallocatable PVs alone.
-func TestTakePVExtents(t *testing.T) {
-	raid1 := layout{raid: lvm.RAID1, mirrors: 1}
-	tests := []struct {
-		name     string
-		free     []uint64
-		notAlloc []int
-		l        layout
-		extents  uint64
-		withMeta bool
-		want     []uint64
-	}{
-		{name: "two rounds, the second partial", free: []uint64{30, 20, 20}, l: raid1, extents: 24, withMeta: true,
-			want: []uint64{5, 0, 15}},
-		{name: "grow: no rmeta", free: []uint64{30, 20, 20}, l: raid1, extents: 25, want: []uint64{5, 0, 15}},
-		{name: "not allocatable", free: []uint64{30, 20, 20}, notAlloc: []int{0}, l: raid1, extents: 10,
-			want: []uint64{30, 10, 10}},
-		{name: "linear", free: []uint64{3, 8}, l: layout{}, extents: 5, want: []uint64{3, 3}},
-		{name: "more than there is", free: []uint64{4, 4}, l: raid1, extents: 9, withMeta: true, want: []uint64{0, 0}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := raidState(tt.free, tt.notAlloc...)
-			takePVExtents(s, s.VGs[0], tt.l, tt.extents, tt.withMeta)
-			for i, pv := range s.PVs {
-				if got := pv.Free / testExtent; got != tt.want[i] {
-					t.Errorf("PV %s: %d free extents, want %d (all %v)", pv.Name, got, tt.want[i], tt.want)
-				}
 			}
 		})
 	}

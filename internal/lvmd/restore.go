@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
 // errRestoreByCopy: the source of a writable snapshot in a thick class is itself a copy-on-write
@@ -40,13 +42,10 @@ func (s *Service) restoreByCopy(ctx context.Context, dc *DeviceClass, req Snapsh
 		err = fmt.Errorf("restore snapshot %s into %s: %w", req.Source, req.Name, err)
 		return LV{}, s.refreshAfterFailure(ctx, err)
 	}
-	if err := s.Refresh(ctx); err != nil {
-		return LV{}, fmt.Errorf("restore snapshot %s into %s: %w", req.Source, req.Name, err)
-	}
 	return s.GetLV(ctx, req.Name, dc.Name)
 }
 
-// renameLV renames LV from of the class to to through the lvm client; the next Refresh shows it.
+// renameLV renames LV from of the class to to through the lvm client, and in the cache.
 func (s *Service) renameLV(ctx context.Context, dc *DeviceClass, from, to string) error {
 	s.mu.Lock()
 	vg, _, err := s.lookup(dc, from)
@@ -54,5 +53,9 @@ func (s *Service) renameLV(ctx context.Context, dc *DeviceClass, from, to string
 	if err != nil {
 		return fmt.Errorf("rename %s: %w", from, err)
 	}
-	return lvmError(s.lvm.RenameLV(ctx, vg, from, to))
+	if err := s.lvm.RenameLV(ctx, vg, from, to); err != nil {
+		return lvmError(err)
+	}
+	s.apply(lvm.RenameLVOp{VG: vg.Name, From: from, To: to})
+	return nil
 }

@@ -58,9 +58,14 @@ func TestRestoreThickSnapshotCopies(t *testing.T) {
 		t.Fatalf("after a failed copy GetLV(new-vol) = %v, want ErrNotFound", err)
 	}
 
+	reads := f.Count("fullreport")
 	lv, err := svc.CreateSnapshot(ctx, restore)
 	if err != nil {
 		t.Fatalf("retried restore: %v", err)
+	}
+	// The create and the rename are applied to the cache: the restore reads no state.
+	if n := f.Count("fullreport") - reads; n != 0 {
+		t.Errorf("the retried restore read the state %d times, want 0", n)
 	}
 	if lv.Name != "new-vol" || lv.Origin != "" || lv.ReadOnly || lv.Size != gib ||
 		!slices.Contains(lv.Tags, "lvms.restored-from=snap") {

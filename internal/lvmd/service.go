@@ -64,7 +64,7 @@ type Service struct {
 	// running (refreshing > 0); they are replayed onto the new state, since
 	// the read may have been taken before they happened.
 	refreshing int
-	journal    []func(*lvm.State)
+	journal    []lvm.Op
 }
 
 // NewService returns a Service. It reads no state until the first call that
@@ -179,8 +179,9 @@ func (s *Service) Refresh(ctx context.Context) error {
 		s.journal = nil
 	}
 	if err == nil {
-		for _, apply := range journal {
-			apply(st)
+		for _, op := range journal {
+			// The read may show the change already; the model then refuses it, and nothing is lost.
+			_ = st.Apply(op)
 		}
 		s.state = st
 	}
@@ -203,28 +204,31 @@ func (s *Service) ensureState(ctx context.Context) error {
 	return s.Refresh(ctx)
 }
 
-// apply changes the cached state with f (idempotent: it must leave a state
-// that already reflects the change as it is) and publishes capacities.
-func (s *Service) apply(f func(*lvm.State)) {
-	s.applyReleasing(nil, f)
+// apply applies op, an lvm2 command that succeeded, to the cached state and publishes capacities.
+func (s *Service) apply(op lvm.Op) {
+	s.applyReleasing(nil, op)
 }
 
-// applyReleasing drops c's reservation (c may be nil) and changes the cached
-// state with f in one critical section, then publishes capacities. Releasing
-// first and applying later would let a create in between see neither the
-// reservation nor the LV, and take the same capacity again.
-func (s *Service) applyReleasing(c *change, f func(*lvm.State)) {
+// applyReleasing drops c's reservation (c may be nil) and applies op to the cached state in one
+// critical section, then publishes capacities. Releasing first and applying later would let a
+// create in between see neither the reservation nor the LV, and take the same capacity again.
+// When the model refuses what lvm2 did, the state is read again soon (Run).
+func (s *Service) applyReleasing(c *change, op lvm.Op) {
 	s.mu.Lock()
 	if c != nil {
 		s.releaseLocked(c)
 	}
+	var err error
 	if s.state != nil {
-		f(s.state)
+		err = s.state.Apply(op)
 	}
 	if s.refreshing > 0 {
-		s.journal = append(s.journal, f)
+		s.journal = append(s.journal, op)
 	}
 	s.mu.Unlock()
+	if err != nil {
+		s.MarkStale()
+	}
 	s.publish()
 }
 

@@ -73,17 +73,8 @@ func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, 
 	if err != nil || existing != nil {
 		return deref(existing), wrapf(err, "create snapshot %s of %s", req.Name, req.Source)
 	}
-	var cow uint64
-	if !dc.IsThin() {
-		cow = c.lv.Size
-	}
-	if err := s.createSnapshot(ctx, c.vgState, req.Source, req.Name, cow, req.ReadOnly, tags); err != nil {
-		s.release(c)
-		err = fmt.Errorf("create snapshot %s of %s: %w", req.Name, req.Source, lvmError(err))
-		return LV{}, s.refreshAfterFailure(ctx, err)
-	}
-	s.commit(c)
-	return toLV(dc, c.lv), nil
+	lv, err := s.run(ctx, dc, c)
+	return lv, wrapf(err, "create snapshot %s of %s", req.Name, req.Source)
 }
 
 // planSnapshot validates a snapshot against the cache and reserves its
@@ -107,21 +98,21 @@ func (s *Service) planSnapshot(dc *DeviceClass, req SnapshotRequest, tags []stri
 	case !dc.IsThin() && !req.ReadOnly:
 		return nil, nil, fmt.Errorf("%w: %s", ErrInvalidArgument, ThickCloneRefused)
 	}
-	perm := "w"
-	if req.ReadOnly {
-		perm = "r"
+	o := lvm.SnapshotOptions{
+		Name:     req.Name,
+		Origin:   src.Name,
+		ReadOnly: req.ReadOnly,
+		Activate: dc.IsThin(),
+		Tags:     tags,
 	}
-	c := &change{vg: vg.Name, vgState: vg, lv: lvm.LV{
-		Name: req.Name, VGName: vg.Name, Origin: src.Name, Tags: tags,
-		Path: "/dev/" + vg.Name + "/" + req.Name, DMPath: dmPath(vg.Name, req.Name),
-	}}
+	c := &change{vg: vg.Name, name: req.Name, vgState: vg}
 	if dc.IsThin() {
-		c.lv.Size, c.lv.PoolLV, c.lv.Attr = src.Size, src.PoolLV, mustAttr("V"+perm+"i-a-tz--")
 		c.poolKey, c.virtual = vg.Name+"/"+src.PoolLV, src.Size
 	} else {
-		c.lv.Size, c.lv.Attr = roundUp(cowSize(min(req.Size, src.Size)), vg.ExtentSize), mustAttr("s"+perm+"i-a-s---")
-		c.physical, c.logical = c.lv.Size, c.lv.Size
+		o.Size = lvm.RoundUp(cowSize(min(req.Size, src.Size)), vg.ExtentSize)
+		c.physical, c.logical = o.Size, o.Size
 	}
+	c.op = lvm.CreateSnapshotOp{VG: vg.Name, SnapshotOptions: o}
 	if err := s.reserve(dc, c); err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,137 @@
+//go:build guest
+
+package lvm_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lvm-operator/lvm-operator/internal/lvm"
+)
+
+// TestGuestModelFollowsLVM2 runs lvm2 commands of every kind the product runs on three disks and
+// applies the same ops to the state model (lvm.State.Apply), starting from a read of the new VG as
+// lvmd's cache does; after each step the model must equal a fresh read: the VG's extents, every
+// PV's free space (where lvm2 placed the extents) and every visible LV's attributes, size, pool,
+// origin, segment type, metadata size and tags. After a difference the model goes on from lvm2's
+// read, which has no hidden sub-LVs (the case of lvmd's cache).
+func TestGuestModelFollowsLVM2(t *testing.T) {
+	g := newGuest(t)
+	ctx := t.Context()
+	vg := g.vgOn("gmodel", guestDisks(t, 3)...)
+	model, err := g.lvm.State(ctx, "gmodel")
+	g.must(err)
+	const v = "gmodel"
+	thick := func(name string, size uint64, raid lvm.RAIDType, stripes int) lvm.Op {
+		return lvm.CreateLVOp{VG: v, LVOptions: lvm.LVOptions{Name: name, Size: size, RAID: raid, Stripes: stripes,
+			Tags: []string{"pvc=" + name}}}
+	}
+	extend := func(name string, size uint64) lvm.Op {
+		return lvm.ExtendLVOp{VG: v, Name: name, ExtendOptions: lvm.ExtendOptions{Size: size}}
+	}
+	steps := []lvm.Op{
+		lvm.CreateThinPoolOp{VG: v, ThinPoolOptions: lvm.ThinPoolOptions{Name: "pool", Size: 256 * mib,
+			ChunkSize: 64 << 10, Zero: true}},
+		lvm.CreateThinLVOp{VG: v, ThinLVOptions: lvm.ThinLVOptions{Name: "thin", Pool: "pool", VirtualSize: gib}},
+		lvm.CreateSnapshotOp{
+			VG:              v,
+			SnapshotOptions: lvm.SnapshotOptions{Name: "tsnap", Origin: "thin", ReadOnly: true},
+		},
+		lvm.CreateSnapshotOp{
+			VG:              v,
+			SnapshotOptions: lvm.SnapshotOptions{Name: "tclone", Origin: "thin", Activate: true},
+		},
+		thick("linear", 40*mib, "", 0),
+		thick("striped", 20*mib, "", 2),
+		thick("mirror", 16*mib, lvm.RAID1, 0),
+		thick("parity", 24*mib, lvm.RAID5, 2),
+		lvm.CreateSnapshotOp{VG: v, SnapshotOptions: lvm.SnapshotOptions{Name: "cow", Origin: "linear", Size: 8 * mib,
+			ReadOnly: true}},
+		extend("linear", 80*mib),
+		extend("thin", 2*gib),
+		extend("mirror", 32*mib),
+		extend("striped", 40*mib),
+		lvm.RenameLVOp{VG: v, From: "linear", To: "linear2"},
+		lvm.RenameLVOp{VG: v, From: "mirror", To: "mirror2"},
+		lvm.RemoveLVOp{VG: v, Name: "cow"},
+		lvm.RemoveLVOp{VG: v, Name: "mirror2"},
+		lvm.RemoveLVOp{VG: v, Name: "thin"},
+		lvm.RemoveLVOp{VG: v, Name: "striped"},
+		thick("linear3", 64*mib, "", 0),
+		extend("pool", 320*mib),
+		lvm.RemoveLVOp{VG: v, Name: "tsnap"},
+		lvm.RemoveLVOp{VG: v, Name: "tclone"},
+		lvm.RemoveLVOp{VG: v, Name: "pool"},
+		lvm.RemoveLVOp{VG: v, Name: "parity"},
+	}
+	for i, op := range steps {
+		g.must(run(t, g.lvm, vg, op))
+		if err := model.Apply(op); err != nil {
+			t.Fatalf("step %d %T%+v: lvm2 ran it, the model refused: %v", i, op, op, err)
+		}
+		lvm2, err := g.lvm.State(ctx, v)
+		g.must(err)
+		if diff := modelDiff(model, lvm2, v); diff != "" {
+			t.Errorf("step %d %T%+v: the model differs from lvm2:\n%s", i, op, op, diff)
+			model = lvm2 // go on from what lvm2 has, so one difference does not hide the next
+		}
+	}
+}
+
+// run runs op's command through the Client.
+func run(t *testing.T, c *lvm.Client, vg lvm.VG, op lvm.Op) error {
+	ctx := t.Context()
+	switch o := op.(type) {
+	case lvm.CreateLVOp:
+		return c.CreateLV(ctx, vg, o.LVOptions)
+	case lvm.CreateThinPoolOp:
+		return c.CreateThinPool(ctx, vg, o.ThinPoolOptions)
+	case lvm.CreateThinLVOp:
+		return c.CreateThinLV(ctx, vg, o.ThinLVOptions)
+	case lvm.CreateSnapshotOp:
+		return c.CreateSnapshot(ctx, vg, o.SnapshotOptions)
+	case lvm.ExtendLVOp:
+		return c.ExtendLV(ctx, vg, o.Name, o.ExtendOptions)
+	case lvm.RenameLVOp:
+		return c.RenameLV(ctx, vg, o.From, o.To)
+	case lvm.RemoveLVOp:
+		return c.RemoveLV(ctx, vg, o.Name)
+	}
+	return fmt.Errorf("no command for %T", op)
+}
+
+// modelDiff lists how the model's VG vg differs from lvm2's.
+func modelDiff(model, lvm2 *lvm.State, vg string) string {
+	var out []string
+	mv, _ := model.VG(vg)
+	rv, _ := lvm2.VG(vg)
+	if mv.ExtentCount != rv.ExtentCount || mv.FreeCount != rv.FreeCount || mv.LVCount != rv.LVCount {
+		out = append(out, fmt.Sprintf("VG extents %d free %d LVs %d; lvm2 %d free %d LVs %d",
+			mv.ExtentCount, mv.FreeCount, mv.LVCount, rv.ExtentCount, rv.FreeCount, rv.LVCount))
+	}
+	for _, r := range lvm2.PVsOf(vg) {
+		if m, _ := model.PV(r.Name); m.Free != r.Free {
+			out = append(out, fmt.Sprintf("PV %s free %d MiB; lvm2 %d MiB", r.Name, m.Free>>20, r.Free>>20))
+		}
+	}
+	for _, r := range lvm2.LVsOf(vg) {
+		m, ok := model.LV(vg, r.Name)
+		if !ok {
+			out = append(out, "LV "+r.Name+": not in the model")
+			continue
+		}
+		if m.Attr != r.Attr || m.Size != r.Size || m.PoolLV != r.PoolLV || m.Origin != r.Origin ||
+			m.SegType() != r.SegType() || m.MetadataSize != r.MetadataSize || !slices.Equal(m.Tags, r.Tags) {
+			out = append(out, fmt.Sprintf("LV %s: attr %s size %d pool %q origin %q seg %s meta %d tags %v; "+
+				"lvm2 attr %s size %d pool %q origin %q seg %s meta %d tags %v", r.Name,
+				m.Attr, m.Size, m.PoolLV, m.Origin, m.SegType(), m.MetadataSize, m.Tags,
+				r.Attr, r.Size, r.PoolLV, r.Origin, r.SegType(), r.MetadataSize, r.Tags))
+		}
+	}
+	if len(model.LVsOf(vg)) != len(lvm2.LVsOf(vg)) {
+		out = append(out, fmt.Sprintf("%d visible LVs; lvm2 %d", len(model.LVsOf(vg)), len(lvm2.LVsOf(vg))))
+	}
+	return strings.Join(out, "\n")
+}
