@@ -61,6 +61,7 @@ func TestGuestModelFollowsLVM2(t *testing.T) {
 		lvm.RemoveLVOp{VG: v, Name: "striped"},
 		thick("linear3", 64*mib, "", 0),
 		extend("pool", 320*mib),
+		lvm.ExtendLVOp{VG: v, Name: "pool", ExtendOptions: lvm.ExtendOptions{PoolMetadataSize: 16 * mib}},
 		lvm.RemoveLVOp{VG: v, Name: "tsnap"},
 		lvm.RemoveLVOp{VG: v, Name: "tclone"},
 		lvm.RemoveLVOp{VG: v, Name: "pool"},

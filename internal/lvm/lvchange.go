@@ -21,12 +21,6 @@ type ExtendOptions struct {
 // for the current size succeeds without change. Filesystems are not resized
 // (that is the caller's job: resize2fs / xfs_growfs).
 func (c *Client) ExtendLV(ctx context.Context, vg VG, name string, o ExtendOptions) error {
-	if err := c.checkOwned(vg); err != nil {
-		return fmt.Errorf("extend LV %s: %w", name, err)
-	}
-	if err := ValidName(name); err != nil {
-		return fmt.Errorf("extend LV in VG %s: %w", vg.Name, err)
-	}
 	args := []string{"lvextend", "-y"}
 	switch {
 	case o.Size > 0 && o.Extents != "":
@@ -45,12 +39,24 @@ func (c *Client) ExtendLV(ctx context.Context, vg VG, name string, o ExtendOptio
 	if len(args) == 2 {
 		return fmt.Errorf("extend LV %s/%s: %w: nothing to extend", vg.Name, name, ErrInvalidArgument)
 	}
-	err := c.run(ctx, append(args, vg.Name+"/"+name)...)
+	err := c.lvCommand(ctx, vg, name, "extend LV", args...)
 	if errors.Is(err, ErrSizeUnchanged) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("extend LV %s/%s: %w", vg.Name, name, err)
+	return err
+}
+
+// lvCommand runs `lvm args... vg/name` on LV name of an owned VG; what names the command in its
+// errors.
+func (c *Client) lvCommand(ctx context.Context, vg VG, name, what string, args ...string) error {
+	if err := c.checkOwned(vg); err != nil {
+		return fmt.Errorf("%s %s: %w", what, name, err)
+	}
+	if err := ValidName(name); err != nil {
+		return fmt.Errorf("%s in VG %s: %w", what, vg.Name, err)
+	}
+	if err := c.run(ctx, append(args, vg.Name+"/"+name)...); err != nil {
+		return fmt.Errorf("%s %s/%s: %w", what, vg.Name, name, err)
 	}
 	return nil
 }
@@ -93,20 +99,10 @@ func (c *Client) RemoveLVs(ctx context.Context, vg VG, names []string) error {
 // pool or for dependent volumes answer no. A pool with thin LVs is an
 // error, not a loss.
 func (c *Client) RemoveThinPool(ctx context.Context, vg VG, name string) error {
-	if err := c.checkOwned(vg); err != nil {
-		return fmt.Errorf("remove thin pool %s: %w", name, err)
+	if err := c.lvCommand(ctx, vg, name, "deactivate thin pool", "lvchange", "-an"); err != nil {
+		return err
 	}
-	if err := ValidName(name); err != nil {
-		return fmt.Errorf("remove thin pool in VG %s: %w", vg.Name, err)
-	}
-	full := vg.Name + "/" + name
-	if err := c.run(ctx, "lvchange", "-an", full); err != nil {
-		return fmt.Errorf("deactivate thin pool %s: %w", full, err)
-	}
-	if err := c.run(ctx, "lvremove", full); err != nil {
-		return fmt.Errorf("remove thin pool %s: %w", full, err)
-	}
-	return nil
+	return c.lvCommand(ctx, vg, name, "remove thin pool", "lvremove")
 }
 
 // ActivateOptions describes an lvchange activation.
@@ -119,54 +115,35 @@ type ActivateOptions struct {
 
 // ActivateLV activates or deactivates an LV of an owned VG (`lvchange`).
 func (c *Client) ActivateLV(ctx context.Context, vg VG, name string, o ActivateOptions) error {
-	if err := c.checkOwned(vg); err != nil {
-		return fmt.Errorf("change activation of LV %s: %w", name, err)
-	}
-	if err := ValidName(name); err != nil {
-		return fmt.Errorf("change activation of LV in VG %s: %w", vg.Name, err)
-	}
 	args := []string{"lvchange", activationArg(o.Active)}
 	if o.IgnoreSkip {
 		args = append(args, "-K")
 	}
-	if err := c.run(ctx, append(args, vg.Name+"/"+name)...); err != nil {
-		return fmt.Errorf("change activation of LV %s/%s to %t: %w", vg.Name, name, o.Active, err)
-	}
-	return nil
+	return c.lvCommand(ctx, vg, name, fmt.Sprintf("change activation (to %t) of LV", o.Active), args...)
 }
 
 // AddLVTags adds tags to an LV of an owned VG (`lvchange --addtag`).
 func (c *Client) AddLVTags(ctx context.Context, vg VG, name string, tags ...string) error {
-	if err := c.checkOwned(vg); err != nil {
-		return fmt.Errorf("tag LV %s: %w", name, err)
-	}
-	if err := ValidName(name); err != nil {
-		return fmt.Errorf("tag LV in VG %s: %w", vg.Name, err)
-	}
 	ta, err := tagArgs(tags)
 	if err != nil || len(ta) == 0 {
 		return fmt.Errorf("tag LV %s/%s: %w", vg.Name, name, errors.Join(ErrInvalidArgument, err))
 	}
-	if err := c.run(ctx, append(append([]string{"lvchange"}, ta...), vg.Name+"/"+name)...); err != nil {
-		return fmt.Errorf("tag LV %s/%s: %w", vg.Name, name, err)
-	}
-	return nil
+	return c.lvCommand(ctx, vg, name, "tag LV", append([]string{"lvchange"}, ta...)...)
 }
 
 // SetThinPoolZero turns the zeroing of newly provisioned chunks of a thin pool of an owned VG on or
 // off (`lvchange --zero y|n`). With it off, the part of a chunk a new thin LV has not written yet
 // reads as what the chunk held before: a previous tenant's data.
 func (c *Client) SetThinPoolZero(ctx context.Context, vg VG, name string, zero bool) error {
-	if err := c.checkOwned(vg); err != nil {
-		return fmt.Errorf("set zeroing of thin pool %s: %w", name, err)
-	}
-	if err := ValidName(name); err != nil {
-		return fmt.Errorf("set zeroing of thin pool in VG %s: %w", vg.Name, err)
-	}
-	if err := c.run(ctx, "lvchange", "--zero", yn(zero), vg.Name+"/"+name); err != nil {
-		return fmt.Errorf("set zeroing of thin pool %s/%s to %t: %w", vg.Name, name, zero, err)
-	}
-	return nil
+	return c.lvCommand(
+		ctx,
+		vg,
+		name,
+		fmt.Sprintf("set zeroing (to %t) of thin pool", zero),
+		"lvchange",
+		"--zero",
+		yn(zero),
+	)
 }
 
 // RenameLV renames an LV of an owned VG (`lvrename VG from to`).
@@ -186,14 +163,5 @@ func (c *Client) RenameLV(ctx context.Context, vg VG, from, to string) error {
 // MakeNodes has lvm2 create the missing device nodes and links of an active LV of an owned VG
 // (`vgmknodes VG/LV`); it changes no metadata.
 func (c *Client) MakeNodes(ctx context.Context, vg VG, name string) error {
-	if err := c.checkOwned(vg); err != nil {
-		return fmt.Errorf("make device nodes of LV %s: %w", name, err)
-	}
-	if err := ValidName(name); err != nil {
-		return fmt.Errorf("make device nodes of LV in VG %s: %w", vg.Name, err)
-	}
-	if err := c.run(ctx, "vgmknodes", vg.Name+"/"+name); err != nil {
-		return fmt.Errorf("make device nodes of LV %s/%s: %w", vg.Name, name, err)
-	}
-	return nil
+	return c.lvCommand(ctx, vg, name, "make device nodes of LV", "vgmknodes")
 }

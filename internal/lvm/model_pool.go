@@ -37,10 +37,7 @@ func (op CreateThinPoolOp) apply(s *State) error {
 		meta = max(2<<20, data*ext/chunk*64)
 	}
 	metaExt := RoundUp(meta, ext) / ext
-	spare := uint64(0)
-	if _, ok := s.LV(vg.Name, poolMetadataSpare); !ok {
-		spare = metaExt
-	}
+	spare := s.spareShort(vg, metaExt)
 	if op.Extents != "" {
 		if data <= metaExt+spare {
 			return refuse(
@@ -53,10 +50,10 @@ func (op CreateThinPoolOp) apply(s *State) error {
 		}
 		data -= metaExt + spare
 	}
-	return s.addThinPool(vg, op, data, metaExt, spare)
+	return s.addThinPool(vg, op, data, metaExt)
 }
 
-func (s *State) addThinPool(vg VG, op CreateThinPoolOp, data, metaExt, spare uint64) error {
+func (s *State) addThinPool(vg VG, op CreateThinPoolOp, data, metaExt uint64) error {
 	ext := vg.ExtentSize
 	dataRounds, err := s.allocate(vg.Name, 1, data)
 	if err != nil {
@@ -70,14 +67,8 @@ func (s *State) addThinPool(vg VG, op CreateThinPoolOp, data, metaExt, spare uin
 	if err != nil {
 		return err
 	}
-	if spare > 0 {
-		spareRounds, err := s.allocate(vg.Name, 1, spare)
-		if err != nil {
-			return err
-		}
-		s.addLV(vg, LV{Name: poolMetadataSpare, Hidden: true, Size: spare * ext, Segments: segments(spareRounds, ext),
-			Attr: LVAttr{VolumeType: VolumeTypeMetadata, Permission: PermissionWritable, Allocation: 'i',
-				State: StateInactive, Open: '-', TargetType: TargetNone, Health: HealthOK}})
+	if err := s.growSpare(vg, metaExt); err != nil {
+		return err
 	}
 	s.addLV(vg, LV{Name: op.Name + "_tdata", Hidden: true, Size: data * ext, Segments: segments(dataRounds, ext),
 		Attr: hiddenAttr(VolumeTypeThinPoolData, TargetNone)})
@@ -97,18 +88,47 @@ func (o ThinPoolOptions) chunk() uint64 {
 	return o.ChunkSize
 }
 
-// growPoolMetadata grows thin pool i's metadata to size bytes.
+// growPoolMetadata grows thin pool i's metadata to size bytes, and the VG's pool metadata spare
+// with it, as lvm2 does.
 func (s *State) growPoolMetadata(vg VG, i int, size uint64) error {
 	pool := s.LVs[i]
 	ext := max(vg.ExtentSize, 1)
-	n := RoundUp(size, ext)/ext - RoundUp(pool.MetadataSize, ext)/ext
+	metaExt := RoundUp(size, ext) / ext
+	n := metaExt - RoundUp(pool.MetadataSize, ext)/ext
 	rounds, err := s.allocate(vg.Name, 1, n)
 	if err != nil {
 		return err
 	}
 	i = slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg.Name && o.Name == pool.Name })
-	s.LVs[i].MetadataSize = RoundUp(size, ext)
+	s.LVs[i].MetadataSize = metaExt * ext
 	s.appendSegments(vg.Name, pool.Name+"_tmeta", segments(rounds, ext))
+	return s.growSpare(vg, metaExt)
+}
+
+// spareShort returns how many extents the VG's pool metadata spare lacks to hold metaExt extents
+// of a pool's metadata.
+func (s *State) spareShort(vg VG, metaExt uint64) uint64 {
+	spare, _ := s.LV(vg.Name, poolMetadataSpare)
+	return metaExt - min(metaExt, spare.Size/max(vg.ExtentSize, 1))
+}
+
+// growSpare creates or grows the VG's pool metadata spare to metaExt extents (lvm2 keeps it as
+// large as the largest pool metadata).
+func (s *State) growSpare(vg VG, metaExt uint64) error {
+	n := s.spareShort(vg, metaExt)
+	if n == 0 {
+		return nil
+	}
+	rounds, err := s.allocate(vg.Name, 1, n)
+	if err != nil {
+		return err
+	}
+	if _, ok := s.LV(vg.Name, poolMetadataSpare); !ok {
+		s.addLV(vg, LV{Name: poolMetadataSpare, Hidden: true,
+			Attr: LVAttr{VolumeType: VolumeTypeMetadata, Permission: PermissionWritable, Allocation: 'i',
+				State: StateInactive, Open: '-', TargetType: TargetNone, Health: HealthOK}})
+	}
+	s.appendSegments(vg.Name, poolMetadataSpare, segments(rounds, vg.ExtentSize))
 	return nil
 }
 

@@ -168,11 +168,20 @@ func TestApplyThin(t *testing.T) {
 	if pool.Attr.String() != "twi-a-tz--" || pool.SegType() != "thin-pool" || pool.MetadataSize != 4*mib {
 		t.Fatalf("pool %+v", pool)
 	}
-	if vg, _ := s.VG("vg"); vg.FreeCount != 256-230 {
+	if vg, _ := s.VG("vg"); vg.FreeCount != 255-229 {
 		t.Errorf(
-			"90%%FREE of 256 extents left %d free, want 26 (data, metadata and spare within the 230)",
+			"90%%FREE of 255 extents left %d free, want 26 (data, metadata and spare within the 229)",
 			vg.FreeCount,
 		)
+	}
+	// lvm2 keeps the pool metadata spare as large as the largest pool metadata.
+	before, _ := s.VG("vg")
+	mustApply(t, s, ExtendLVOp{VG: "vg", Name: "pool", ExtendOptions: ExtendOptions{PoolMetadataSize: 16 * mib}})
+	checkAccounting(t, s)
+	after, _ := s.VG("vg")
+	if spare, _ := s.LV("vg", "lvol0_pmspare"); before.FreeCount-after.FreeCount != 6 || spare.Size != 16*mib {
+		t.Errorf("metadata 4 → 16 MiB took %d extents (want 3 + 3 of the spare), spare %d bytes",
+			before.FreeCount-after.FreeCount, spare.Size)
 	}
 	mustApply(
 		t,

@@ -23,11 +23,12 @@ func TestNodeIdentity(t *testing.T) {
 		wantChanges []string
 	}{
 		{name: "new VG is tagged", wantStatus: lvmv1alpha1.VGStatusReady,
-			wantChanges: []string{"vgcreate vg1 /dev/sdb lvms.node=node-a lvms.cluster=c1"}},
+			wantChanges: []string{
+				"lvm vgcreate --addtag lvms --addtag lvms.node=node-a --addtag lvms.cluster=c1 vg1 /dev/sdb"}},
 		{name: "VG of this node", existing: []string{lvm.Tag, "lvms.node=node-a", "lvms.cluster=c1"},
 			wantStatus: lvmv1alpha1.VGStatusReady},
 		{name: "VG made by LVMS is adopted", existing: []string{lvm.Tag}, wantStatus: lvmv1alpha1.VGStatusReady,
-			wantChanges: []string{"vgchange --addtag lvms.node=node-a lvms.cluster=c1 vg1"}},
+			wantChanges: []string{"lvm vgchange --addtag lvms.node=node-a --addtag lvms.cluster=c1 vg1"}},
 		{name: "VG of another node", existing: []string{lvm.Tag, "lvms.node=node-b", "lvms.cluster=c1"},
 			wantStatus: lvmv1alpha1.VGStatusFailed,
 			wantReason: `the volume group vg1 seen on node node-a is not this node's: it was made by node "node-b"`},
@@ -38,7 +39,7 @@ func TestNodeIdentity(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			n := newNode([]string{"/dev/sdb"}, nil)
 			if tt.existing != nil {
-				n.lvm.addVG("vg1", []string{"/dev/sdb"}, tt.existing...)
+				n.addVG("vg1", []string{"/dev/sdb"}, tt.existing...)
 			}
 			spec := lvmv1alpha1.LVMVolumeGroupSpec{DeviceDiscoveryPolicy: lvmv1alpha1.DeviceDiscoveryPolicyDynamic}
 			out := n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: spec, Identity: nodeA})

@@ -3,12 +3,10 @@ package vgmanager_test
 import (
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -52,17 +50,24 @@ func (n *node) reconcile(t *testing.T, in vgmanager.Input) vgmanager.Outcome {
 	return out
 }
 
-// poolShare returns the pool's footprint (data, metadata and its spare) and the VG's size, in
-// extents.
+// poolShare returns the pool's footprint (its data and metadata sub-LVs and the VG's pool metadata
+// spare, as lvm2 allocated them) and the VG's size, in extents.
 func (n *node) poolShare(t *testing.T, vg, pool string) (uint64, uint64) {
 	t.Helper()
-	s, _ := n.lvm.State(t.Context())
+	s := n.fake.State() // with the hidden sub-LVs
 	v, ok := s.VG(vg)
-	lv, ok2 := s.LV(vg, pool)
-	if !ok || !ok2 {
+	if _, ok2 := s.LV(vg, pool); !ok || !ok2 {
 		t.Fatalf("VG %s or pool %s missing", vg, pool)
 	}
-	return lv.Size/v.ExtentSize + 2*(lv.MetadataSize/v.ExtentSize), v.ExtentCount
+	var used uint64
+	for _, sub := range []string{pool + "_tdata", pool + "_tmeta", "lvol0_pmspare"} {
+		lv, ok := s.LV(vg, sub)
+		if !ok {
+			t.Fatalf("pool %s/%s: no %s", vg, pool, sub)
+		}
+		used += lv.Size / v.ExtentSize
+	}
+	return used, v.ExtentCount
 }
 
 func excluded(st lvmv1alpha1.VGStatus, dev string) string {
@@ -88,8 +93,8 @@ func TestSampleClassOnTwoBlankDisksAndOneWithAFilesystem(t *testing.T) {
 		t.Errorf("/dev/sdd excluded with %q", r)
 	}
 	want := []string{
-		"vgcreate vg1 /dev/sdb /dev/sdc",
-		"lvcreate thin-pool vg1/tp -l 90%FREE -c 131072 --poolmetadatasize 0 -Z true",
+		"lvm vgcreate --addtag lvms vg1 /dev/sdb /dev/sdc",
+		"lvm lvcreate -y --type thin-pool -n tp -l 90%FREE -c 131072b -Z y vg1",
 	}
 	if got := n.modifications(); !slices.Equal(got, want) {
 		t.Errorf("changes:\n got %q\nwant %q", got, want)
@@ -101,7 +106,7 @@ func TestSampleClassOnTwoBlankDisksAndOneWithAFilesystem(t *testing.T) {
 		t.Error("a Dynamic VG should be looked at again for new disks")
 	}
 	// A second pass changes nothing.
-	n.lvm.changes = nil
+	n.fake.Reset()
 	if out := n.reconcile(
 		t,
 		vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)},
@@ -122,8 +127,9 @@ func TestDiscoveryPolicy(t *testing.T) {
 	}
 	raid := optional(lvmv1alpha1.LVMVolumeGroupSpec{DeviceDiscoveryPolicy: lvmv1alpha1.DeviceDiscoveryPolicyDynamic,
 		RAIDConfig: &lvmv1alpha1.RAIDConfig{Type: lvmv1alpha1.RAIDType1, Mirrors: ptr.To[int32](1)}})
-	// 2 GiB disks of 4 MiB extents: 512 → 1024 extents; the pool follows to 90% of the VG.
-	grown := []string{"vgextend vg1 /dev/sdc", "lvextend vg1/tp -l 919 --poolmetadatasize 0"}
+	// 2 GiB disks of 4 MiB extents: 511 → 1022 extents (lvm2 keeps a PV's first MiB); the pool
+	// follows to 90% of the VG: 919 extents, of which 1 metadata and 1 spare, so 917 of data.
+	grown := []string{"lvm vgextend vg1 /dev/sdc", "lvm lvextend -y -l 917 vg1/tp"}
 	const static = "not added: deviceDiscoveryPolicy is Static and the volume group already exists"
 	tests := []struct {
 		name        string
@@ -152,9 +158,8 @@ func TestDiscoveryPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			n := newNode([]string{"/dev/sdb"}, nil)
 			n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: tt.spec})
-			n.lvm.changes = nil
-			n.lvm.sizes["/dev/sdc"] = 2 * gib
-			n.disks.disk("/dev/sdc", 2*gib) // a disk appears
+			n.fake.Reset()
+			n.disk("/dev/sdc", 2*gib) // a disk appears
 
 			out := n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: tt.spec})
 			if out.Status.Status != lvmv1alpha1.VGStatusReady || !slices.Equal(out.Status.Devices, tt.wantDevices) {
@@ -241,8 +246,8 @@ func TestWipeNeverTouchesDisksOfLVMSVolumeGroups(t *testing.T) {
 	// After a reinstall the wiped annotation is gone, but the disks hold our VG (adopted) and
 	// another class's VG: none of them may be wiped.
 	n := newNode([]string{"/dev/sdb", "/dev/sdc", "/dev/sdd"}, map[string][]string{"/dev/sdd": {"ext4"}})
-	n.lvm.addVG("vg1", []string{"/dev/sdb"}, lvm.Tag)
-	n.lvm.addVG("vg2", []string{"/dev/sdc"}, lvm.Tag)
+	n.addVG("vg1", []string{"/dev/sdb"}, lvm.Tag)
+	n.addVG("vg2", []string{"/dev/sdc"}, lvm.Tag)
 	spec := withPaths(lvmv1alpha1.LVMVolumeGroupSpec{}, ptr.To(true), "/dev/sdb", "/dev/sdc", "/dev/sdd")
 	out := n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: spec})
 	if got := n.disks.Wiped(); !slices.Equal(got, []string{"/dev/sdd"}) {
@@ -267,13 +272,13 @@ func TestDryRunChangesNothing(t *testing.T) {
 		{name: "new VG with a wipe", spec: withPaths(thinSpec(""), ptr.To(true), "/dev/sdb", "/dev/sdc"),
 			want: []string{"wipe /dev/sdc", "create volume group vg1 on /dev/sdb, /dev/sdc", "create thin pool tp"}},
 		{name: "new disk for an existing VG", setup: func(n *node) {
-			n.lvm.addVG("vg1", []string{"/dev/sdb"}, lvm.Tag)
-			_ = n.lvm.addLV("vg1", "tp", "thin-pool", 460)
+			n.addVG("vg1", []string{"/dev/sdb"}, lvm.Tag)
+			n.addPool("vg1", true)
 			n.disks.devs[1].Facts.Signatures = nil
 		}, spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic),
 			want: []string{"extend volume group vg1 with /dev/sdc", "extend thin pool tp to 90% of the volume group"}},
 		{name: "device removal", setup: func(n *node) {
-			n.lvm.addVG("vg1", []string{"/dev/sdb", "/dev/sdc"}, lvm.Tag)
+			n.addVG("vg1", []string{"/dev/sdb", "/dev/sdc"}, lvm.Tag)
 		}, spec: withPaths(lvmv1alpha1.LVMVolumeGroupSpec{}, nil, "/dev/sdb"),
 			want: []string{"remove /dev/sdc from volume group vg1"}},
 	}
@@ -308,7 +313,7 @@ func TestDeviceRemoval(t *testing.T) {
 		wantReason  string
 	}{
 		{name: "empty PV is removed", keep: []string{"/dev/sdb"}, wantStatus: lvmv1alpha1.VGStatusReady,
-			wantChanges: []string{"vgreduce vg1 /dev/sdc", "pvremove /dev/sdc"}},
+			wantChanges: []string{"lvm vgreduce -y vg1 /dev/sdc", "lvm pvremove -y /dev/sdc"}},
 		{
 			name:       "PV holding data is refused",
 			keep:       []string{"/dev/sdc"},
@@ -319,10 +324,8 @@ func TestDeviceRemoval(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := newNode([]string{"/dev/sdb", "/dev/sdc"}, nil)
-			n.lvm.addVG("vg1", []string{"/dev/sdb", "/dev/sdc"}, lvm.Tag)
-			if err := n.lvm.addLV("vg1", "data", "linear", 50); err != nil { // on /dev/sdb
-				t.Fatal(err)
-			}
+			n.addVG("vg1", []string{"/dev/sdb", "/dev/sdc"}, lvm.Tag)
+			n.fake.AddLV("vg1", "data", 50*lvm.DefaultExtentSize) // lvm2 allocates it on /dev/sdb
 			out := n.reconcile(
 				t,
 				vgmanager.Input{Name: "vg1", Spec: withPaths(lvmv1alpha1.LVMVolumeGroupSpec{}, nil, tt.keep...)},
@@ -355,11 +358,8 @@ func TestExistingVolumeGroups(t *testing.T) {
 			// After a reinstall: the VG and its pool exist, a blank disk is around, the spec asks
 			// for more metadata; only an untagged VG must stop everything.
 			n := newNode([]string{"/dev/sdb", "/dev/sdc"}, nil)
-			n.lvm.addVG("vg1", []string{"/dev/sdb", "/dev/sdc"}, tt.tags...)
-			if err := n.lvm.addLV("vg1", "tp", "thin-pool", 921); err != nil {
-				t.Fatal(err)
-			}
-			n.lvm.lv("vg1", "tp").zero = true // as lvms makes its pools
+			n.addVG("vg1", []string{"/dev/sdb", "/dev/sdc"}, tt.tags...)
+			n.addPool("vg1", true) // as lvms makes its pools
 			out := n.reconcile(
 				t,
 				vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)},
@@ -372,60 +372,6 @@ func TestExistingVolumeGroups(t *testing.T) {
 				t.Errorf("status %+v", out.Status)
 			}
 		})
-	}
-}
-
-func TestThinPoolMetadataGrows(t *testing.T) {
-	n := newNode([]string{"/dev/sdb"}, nil)
-	spec := thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyStatic)
-	spec.ThinPoolConfig.SizePercent = 50
-	spec.ThinPoolConfig.MetadataSizeCalculationPolicy = lvmv1alpha1.MetadataSizeCalculationPolicyStatic
-	spec.ThinPoolConfig.MetadataSize = ptr.To(resource.MustParse("8Mi"))
-	n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: spec})
-	if got := n.modifications()[1]; got != "lvcreate thin-pool vg1/tp -l 50%FREE -c 131072 --poolmetadatasize 8388608 -Z true" {
-		t.Errorf("pool created with %q", got)
-	}
-	n.lvm.changes = nil
-	spec.ThinPoolConfig.MetadataSize = ptr.To(resource.MustParse("16Mi"))
-	out := n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: spec})
-	want := []string{"lvextend vg1/tp -l  --poolmetadatasize 16777216"}
-	if got := n.modifications(); !slices.Equal(got, want) || out.Status.Status != lvmv1alpha1.VGStatusReady {
-		t.Errorf("changes %q (want %q), status %+v", got, want, out.Status)
-	}
-}
-
-func TestStaticMetadataDefault(t *testing.T) {
-	n := newNode([]string{"/dev/sdb"}, nil)
-	n.lvm.sizes["/dev/sdb"] = 8 * gib
-	spec := thinSpec("")
-	spec.ThinPoolConfig.SizePercent = 50
-	spec.ThinPoolConfig.MetadataSizeCalculationPolicy = lvmv1alpha1.MetadataSizeCalculationPolicyStatic
-	n.reconcile(t, vgmanager.Input{Name: "vg1", Spec: spec})
-	// Upstream LVMS: the Static policy without metadataSize means 1Gi.
-	if got := n.modifications()[1]; got != "lvcreate thin-pool vg1/tp -l 50%FREE -c 131072 --poolmetadatasize 1073741824 -Z true" {
-		t.Errorf("pool created with %q", got)
-	}
-}
-
-// TestThinPoolZeroingTurnedOn: a pool that does not zero new chunks (made before lvms zeroed, or by
-// hand) would hand a new volume the previous tenant's data in the parts of a chunk it has not
-// written; the manager turns zeroing on once.
-func TestThinPoolZeroingTurnedOn(t *testing.T) {
-	n := newNode([]string{"/dev/sdb", "/dev/sdc"}, nil)
-	n.lvm.addVG("vg1", []string{"/dev/sdb", "/dev/sdc"}, lvm.Tag)
-	if err := n.lvm.addLV("vg1", "tp", "thin-pool", 921); err != nil {
-		t.Fatal(err)
-	}
-	in := vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)}
-	out := n.reconcile(t, in)
-	if got, want := n.modifications(), []string{"lvchange --zero true vg1/tp"}; !slices.Equal(got, want) ||
-		out.Status.Status != lvmv1alpha1.VGStatusReady {
-		t.Errorf("changes %q (want %q), status %+v", got, want, out.Status)
-	}
-	n.lvm.changes = nil
-	n.reconcile(t, in)
-	if got := n.modifications(); len(got) != 0 {
-		t.Errorf("second pass changed %q", got)
 	}
 }
 
@@ -474,8 +420,11 @@ func TestTeardown(t *testing.T) {
 		wantDone    bool
 		wantChanges []string
 	}{
+		// The Client removes a pool in two steps: deactivate, then lvremove without -y (see
+		// lvm.Client.RemoveThinPool).
 		{name: "removes pool, VG and PV labels", tags: []string{lvm.Tag}, wantDone: true,
-			wantChanges: []string{"lvremove vg1/tp", "vgremove vg1", "pvremove /dev/sdb", "pvremove /dev/sdc"}},
+			wantChanges: []string{"lvm lvchange -an vg1/tp", "lvm lvremove vg1/tp", "lvm vgremove vg1",
+				"lvm pvremove -y /dev/sdb", "lvm pvremove -y /dev/sdc"}},
 		{
 			name:    "refused while a volume exists",
 			tags:    []string{lvm.Tag},
@@ -488,10 +437,10 @@ func TestTeardown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := newNode([]string{"/dev/sdb", "/dev/sdc"}, nil)
-			n.lvm.addVG("vg1", []string{"/dev/sdb", "/dev/sdc"}, tt.tags...)
-			_ = n.lvm.addLV("vg1", "tp", "thin-pool", 900)
+			n.addVG("vg1", []string{"/dev/sdb", "/dev/sdc"}, tt.tags...)
+			n.addPool("vg1", true)
 			if tt.userLV {
-				_ = n.lvm.addLV("vg1", "pvc-1234", "thin", 0)
+				n.addThinLV("vg1", "pvc-1234")
 			}
 			done, err := n.manager().Teardown(t.Context(), "vg1", thinSpec(""), tt.dryRun)
 			if !errors.Is(err, tt.wantErr) || done != tt.wantDone {
@@ -504,73 +453,5 @@ func TestTeardown(t *testing.T) {
 				t.Errorf("changes %q, want %q", got, tt.wantChanges)
 			}
 		})
-	}
-}
-
-// TestThinPoolFullIsDegraded: a thin pool filled to vgmanager.PoolFullPercent of its data or its
-// metadata makes the volume group Degraded with a reason naming the pool and the level, and it is
-// Ready again once the pool drains; a thick class has no pool to report.
-func TestThinPoolFullIsDegraded(t *testing.T) {
-	n := newNode([]string{"/dev/sdb"}, nil)
-	in := vgmanager.Input{Name: "vg1", Spec: thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyStatic)}
-	if out := n.reconcile(t, in); out.Status.Status != lvmv1alpha1.VGStatusReady {
-		t.Fatalf("new pool: %+v", out.Status)
-	}
-	pool := n.lvm.lv("vg1", "tp")
-	for _, tc := range []struct {
-		name       string
-		data, meta float64
-		want       lvmv1alpha1.VGStatusType
-		reason     []string
-	}{
-		{name: "just below", data: 84.9, meta: 84.9, want: lvmv1alpha1.VGStatusReady},
-		{name: "data at the threshold", data: 85, meta: 10, want: lvmv1alpha1.VGStatusDegraded,
-			reason: []string{"thin pool tp is 85.0% full of data (Degraded from 85%)"}},
-		{name: "metadata", data: 3, meta: 97.25, want: lvmv1alpha1.VGStatusDegraded,
-			reason: []string{"thin pool tp is 97.2% full of metadata"}},
-		{name: "both", data: 99, meta: 90, want: lvmv1alpha1.VGStatusDegraded,
-			reason: []string{"99.0% full of data", "90.0% full of metadata"}},
-		{name: "drained", data: 40, meta: 20, want: lvmv1alpha1.VGStatusReady},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pool.dataPct, pool.metaPct = tc.data, tc.meta
-			n.lvm.changes = nil
-			out := n.reconcile(t, in)
-			if out.Status.Status != tc.want || len(n.modifications()) != 0 {
-				t.Fatalf("status %+v, changes %q; want %s and no change", out.Status, n.modifications(), tc.want)
-			}
-			if tc.reason == nil && out.Status.Reason != "" {
-				t.Errorf("reason %q, want none", out.Status.Reason)
-			}
-			for _, r := range tc.reason {
-				if !strings.Contains(out.Status.Reason, r) {
-					t.Errorf("reason %q does not say %q", out.Status.Reason, r)
-				}
-			}
-			c := out.Status.Capacity
-			if c == nil || c.ThinPool == nil || c.ThinPool.Name != "tp" || c.Size.Value() == 0 ||
-				c.ThinPool.DataPercent != strconv.FormatFloat(tc.data, 'f', 1, 64) ||
-				c.ThinPool.MetadataPercent != strconv.FormatFloat(tc.meta, 'f', 1, 64) {
-				t.Errorf(
-					"capacity %+v (pool %+v), want the pool's fill levels %.1f and %.1f",
-					c,
-					c.ThinPool,
-					tc.data,
-					tc.meta,
-				)
-			}
-		})
-	}
-
-	thick := newNode([]string{"/dev/sdb"}, nil)
-	tin := vgmanager.Input{Name: "vg2", Spec: lvmv1alpha1.LVMVolumeGroupSpec{}}
-	thick.reconcile(t, tin)
-	if err := thick.lvm.addLV("vg2", "full", "linear", thick.lvm.free("vg2")); err != nil {
-		t.Fatal(err)
-	}
-	if out := thick.reconcile(t, tin); out.Status.Status != lvmv1alpha1.VGStatusReady || out.Status.Capacity == nil ||
-		out.Status.Capacity.Free.Value() != 0 || out.Status.Capacity.ThinPool != nil {
-		t.Errorf("a thick VG with no free extents: %+v, want Ready (a full VG refuses new volumes, it loses no data)",
-			out.Status)
 	}
 }

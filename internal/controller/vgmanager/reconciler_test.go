@@ -214,14 +214,14 @@ func TestReconcileBuildsVolumeGroupAndReports(t *testing.T) {
 	if e.stateChanges != 1 {
 		t.Errorf("%d state changes reported after building the VG, want 1", e.stateChanges)
 	}
-	reads, feeds := n.lvm.reads, len(e.sink.cfg)
+	reads, feeds := n.fake.Count("fullreport"), len(e.sink.cfg)
 	e.reconcile("vg1")
 	if e.stateChanges != 1 {
 		t.Errorf("%d state changes reported after a reconcile that changed nothing, want 1", e.stateChanges)
 	}
 	// That periodic pass reads the LVM state once (each read holds the VG lock lvcreate waits for),
 	// and feeds lvmd from it.
-	if got := n.lvm.reads - reads; got != 1 {
+	if got := n.fake.Count("fullreport") - reads; got != 1 {
 		t.Errorf("a reconcile that changed nothing read the LVM state %d times, want 1", got)
 	}
 	if len(e.sink.cfg) != feeds+1 || !slices.Equal(e.sink.classes(), []string{"vg1"}) {
@@ -317,7 +317,7 @@ func TestReconcileSkipsOtherNodes(t *testing.T) {
 	if res := e.reconcile("vg1"); !res.IsZero() {
 		t.Errorf("result %+v", res)
 	}
-	if len(e.vg("vg1").Finalizers) != 0 || e.entries() != nil || len(n.lvm.Changes()) != 0 {
+	if len(e.vg("vg1").Finalizers) != 0 || e.entries() != nil || len(n.lvmChanges()) != 0 {
 		t.Error("a volume group of other nodes was acted on")
 	}
 }
@@ -332,9 +332,7 @@ func TestReconcileDeletion(t *testing.T) {
 		got["vg2"].Status != lvmv1alpha1.VGStatusReady {
 		t.Fatalf("entries %+v", got)
 	}
-	if err := n.lvm.addLV("vg1", "pvc-1", "thin", 0); err != nil {
-		t.Fatal(err)
-	}
+	n.addThinLV("vg1", "pvc-1")
 	if err := e.client.Delete(t.Context(), e.vg("vg1")); err != nil {
 		t.Fatal(err)
 	}
@@ -358,10 +356,12 @@ func TestReconcileDeletion(t *testing.T) {
 	}
 
 	// The volume is gone: pool, VG and PV labels are removed, then the finalizer and the entry.
-	n.lvm.lvs = slices.DeleteFunc(n.lvm.lvs, func(l *flv) bool { return l.name == "pvc-1" })
-	n.lvm.changes = nil
+	n.fake.Apply(lvm.RemoveLVOp{VG: "vg1", Name: "pvc-1"})
+	n.fake.Reset()
 	e.reconcile("vg1")
-	if got := n.modifications(); !slices.Equal(got, []string{"lvremove vg1/tp", "vgremove vg1", "pvremove /dev/sdb"}) {
+	// The Client removes a pool in two steps: deactivate, then lvremove without -y.
+	if got := n.modifications(); !slices.Equal(got, []string{"lvm lvchange -an vg1/tp", "lvm lvremove vg1/tp",
+		"lvm vgremove vg1", "lvm pvremove -y /dev/sdb"}) {
 		t.Errorf("changes %q", got)
 	}
 	if err := e.client.Get(
@@ -396,7 +396,7 @@ func TestFeedLVMDAtStart(t *testing.T) {
 	})
 	t.Run("an existing volume group", func(t *testing.T) {
 		n := newNode([]string{"/dev/sdb"}, nil)
-		n.lvm.addVG("vg1", []string{"/dev/sdb"}, lvm.Tag)
+		n.addVG("vg1", []string{"/dev/sdb"}, lvm.Tag)
 		e := newEnv(t, n, newVG("vg1"))
 		if err := e.r.FeedLVMDAtStart(t.Context()); err != nil {
 			t.Fatal(err)
@@ -409,7 +409,7 @@ func TestFeedLVMDAtStart(t *testing.T) {
 
 func TestReconcileRefusesForeignVolumeGroup(t *testing.T) {
 	n := newNode([]string{"/dev/sdb"}, nil)
-	n.lvm.addVG("vg1", []string{"/dev/sdb"}) // no @lvms tag
+	n.addVG("vg1", []string{"/dev/sdb"}) // no @lvms tag
 	e := newEnv(t, n, newVG("vg1", spec(thinSpec(""))))
 	e.reconcile("vg1")
 	if got := e.entries()["vg1"]; got.Status != lvmv1alpha1.VGStatusFailed ||
