@@ -65,6 +65,12 @@ func refuse(sentinel error, format string, args ...any) error {
 	return &modelError{sentinel: sentinel, msg: fmt.Sprintf(format, args...)}
 }
 
+// Refusal returns lvm2's refusal of a command: the error's text is lvm2's message, and it wraps
+// sentinel (nil: a message the Client does not classify). Fakes of lvm2 (lvmtest) refuse with it.
+func Refusal(sentinel error, format string, args ...any) error {
+	return refuse(sentinel, format, args...)
+}
+
 // ExitCode returns the exit status lvm2 ends with when it refuses a command for err: 3 for an
 // invalid command line, 5 otherwise.
 func ExitCode(err error) int {
@@ -93,6 +99,15 @@ func (s *State) lvIndex(vg, name string) (int, error) {
 		return -1, refuse(ErrNotFound, "Failed to find logical volume \"%s/%s\"", vg, name)
 	}
 	return i, nil
+}
+
+// newLV returns VG vg if name is free in it for a new LV.
+func (s *State) newLV(vg, name string) (VG, error) {
+	v, ok := s.VG(vg)
+	if !ok {
+		return v, refuse(ErrNotFound, "Volume group \"%s\" not found", vg)
+	}
+	return v, s.newLVName(vg, name)
 }
 
 // newLVName checks that name is free in VG vg.

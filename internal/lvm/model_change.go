@@ -113,12 +113,18 @@ func (op AddLVTagsOp) apply(s *State) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range op.Tags {
-		if !slices.Contains(s.LVs[i].Tags, t) {
-			s.LVs[i].Tags = append(s.LVs[i].Tags, t)
+	s.LVs[i].Tags = addTags(s.LVs[i].Tags, op.Tags)
+	return nil
+}
+
+// addTags returns tags with those of add it lacks appended.
+func addTags(tags, add []string) []string {
+	for _, t := range add {
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
 		}
 	}
-	return nil
+	return tags
 }
 
 // ActivateLVOp is `lvchange -ay|-an` (Client.ActivateLV); activating clears nothing else.

@@ -13,11 +13,8 @@ type CreateLVOp struct {
 }
 
 func (op CreateLVOp) apply(s *State) error {
-	vg, ok := s.VG(op.VG)
-	if !ok {
-		return refuse(ErrNotFound, "Volume group \"%s\" not found", op.VG)
-	}
-	if err := s.newLVName(vg.Name, op.Name); err != nil {
+	vg, err := s.newLV(op.VG, op.Name)
+	if err != nil {
 		return err
 	}
 	l := op.Layout()
@@ -113,15 +110,12 @@ type CreateSnapshotOp struct {
 }
 
 func (op CreateSnapshotOp) apply(s *State) error {
-	vg, ok := s.VG(op.VG)
-	if !ok {
-		return refuse(ErrNotFound, "Volume group \"%s\" not found", op.VG)
-	}
-	oi, err := s.lvIndex(op.VG, op.Origin)
+	vg, err := s.newLV(op.VG, op.Name)
 	if err != nil {
 		return err
 	}
-	if err := s.newLVName(vg.Name, op.Name); err != nil {
+	oi, err := s.lvIndex(op.VG, op.Origin)
+	if err != nil {
 		return err
 	}
 	origin := s.LVs[oi]

@@ -12,11 +12,8 @@ type CreateThinPoolOp struct {
 }
 
 func (op CreateThinPoolOp) apply(s *State) error {
-	vg, ok := s.VG(op.VG)
-	if !ok {
-		return refuse(ErrNotFound, "Volume group \"%s\" not found", op.VG)
-	}
-	if err := s.newLVName(vg.Name, op.Name); err != nil {
+	vg, err := s.newLV(op.VG, op.Name)
+	if err != nil {
 		return err
 	}
 	ext := max(vg.ExtentSize, 1)

@@ -174,10 +174,6 @@ func (op AddVGTagsOp) apply(s *State) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range op.Tags {
-		if !slices.Contains(s.VGs[vi].Tags, t) {
-			s.VGs[vi].Tags = append(s.VGs[vi].Tags, t)
-		}
-	}
+	s.VGs[vi].Tags = addTags(s.VGs[vi].Tags, op.Tags)
 	return nil
 }

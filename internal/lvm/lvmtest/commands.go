@@ -1,7 +1,6 @@
 package lvmtest
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,18 +49,7 @@ func (a args) get(opt string) string {
 
 func (a args) has(opt string) bool { return len(a.opts[opt]) > 0 }
 
-// refusal is a command lvm2 refuses: its message, classified as sentinel (nil: unclassified).
-type refusal struct {
-	sentinel error
-	msg      string
-}
-
-func (r *refusal) Error() string { return r.msg }
-func (r *refusal) Unwrap() error { return r.sentinel }
-
-func refuse(sentinel error, format string, v ...any) error {
-	return &refusal{sentinel: sentinel, msg: fmt.Sprintf(format, v...)}
-}
+var refuse = lvm.Refusal
 
 // invalid is lvm2's refusal of a command line (exit status 3).
 func invalid(format string, v ...any) error { return refuse(lvm.ErrInvalidArgument, format, v...) }
