@@ -194,6 +194,9 @@ func (s *State) grow(vg VG, i int, l Layout, n uint64) error {
 	lv := s.LVs[i]
 	if lv.Attr.IsThin() {
 		s.LVs[i].Size += n * vg.ExtentSize
+		for j := range s.LVs[i].Segments {
+			s.LVs[i].Segments[j].Size = s.LVs[i].Size
+		}
 		return nil
 	}
 	rounds, err := s.allocate(vg.Name, l.Images(), n/uint64(l.DataStripes()))
