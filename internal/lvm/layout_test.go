@@ -28,9 +28,9 @@ func TestAllocateRounds(t *testing.T) {
 	}
 }
 
-// TestApplyAllocatesInRounds: a new LV's extents are taken from the PVs in the rounds
-// AllocateRounds counts (parallel areas) or in the PVs' order (one area), stopping at what the LV
-// needs, and unallocatable PVs are left alone.
+// TestApplyAllocatesInRounds: a new LV's areas are taken whole from the first PVs in order that
+// hold them, else in the rounds AllocateRounds counts, stopping at what the LV needs; unallocatable
+// PVs are left alone.
 func TestApplyAllocatesInRounds(t *testing.T) {
 	raid1 := LVOptions{RAID: RAID1, Mirrors: 1}
 	tests := []struct {
@@ -43,7 +43,10 @@ func TestApplyAllocatesInRounds(t *testing.T) {
 	}{
 		{"two rounds, the second partial", []uint64{30, 20, 20}, -1, raid1, 24, []uint64{5, 0, 15}},
 		{"not allocatable", []uint64{30, 20, 20}, 0, raid1, 10, []uint64{30, 9, 9}},
-		{"linear: in the PVs' order", []uint64{3, 8}, -1, LVOptions{}, 5, []uint64{0, 6}},
+		{"linear: the first PV that holds it whole", []uint64{3, 8}, -1, LVOptions{}, 5, []uint64{3, 3}},
+		{"linear: in the PVs' order", []uint64{8, 8}, -1, LVOptions{}, 5, []uint64{3, 8}},
+		{"linear: no PV holds it whole, the largest first", []uint64{3, 4}, -1, LVOptions{}, 5, []uint64{2, 0}},
+		{"raid1: whole images on the first PVs in order", []uint64{30, 20, 20}, -1, raid1, 10, []uint64{19, 9, 20}},
 		{"striped: one area per PV", []uint64{10, 10, 10}, -1, LVOptions{Stripes: 3}, 6, []uint64{8, 8, 8}},
 	}
 	for _, tt := range tests {

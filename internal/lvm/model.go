@@ -133,8 +133,9 @@ func (s *State) addLV(vg VG, lv LV) {
 	s.recount(vg.Name)
 }
 
-// recount sets the VG's LV and PV counts, and marks its thin pools open while a thin LV of theirs
-// is active (the thin LV's device holds the pool's).
+// recount sets the VG's LV and PV counts, and marks its thin pools open once a thin LV of theirs
+// is active: lvm2 then maps the pool in two layers, and the pool stays open until it is
+// deactivated (measured: TestGuestModelFollowsLVM2).
 func (s *State) recount(vg string) {
 	i := slices.IndexFunc(s.VGs, func(v VG) bool { return v.Name == vg })
 	if i < 0 {
@@ -144,7 +145,6 @@ func (s *State) recount(vg string) {
 	s.VGs[i].PVCount = len(s.PVsOf(vg))
 	for j := range s.LVs {
 		if pool := &s.LVs[j]; pool.VGName == vg && pool.Attr.IsThinPool() {
-			pool.Attr.Open = '-'
 			if slices.ContainsFunc(s.LVs, func(lv LV) bool {
 				return lv.VGName == vg && lv.PoolLV == pool.Name && lv.Attr.Active()
 			}) {

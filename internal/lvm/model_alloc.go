@@ -18,12 +18,20 @@ func (a area) device() string { return a.pv + "(" + strconv.FormatUint(a.start, 
 // round is one allocation round: the same number of extents from each of k PVs.
 type round []area
 
-// allocate takes k parallel areas of need extents each from the allocatable PVs of VG vg and
-// returns the rounds. One area (a linear LV) is taken from the PVs in their order, as lvm2's
-// normal policy does, the PVs listed in avoid last (lvm2 puts a pool's metadata apart from its
-// data); parallel areas in lvm2's rounds over the PVs with the most free extents (Layout). A VG
-// whose PVs the state does not list gives its free extents without placement (no rounds).
-func (s *State) allocate(vg string, k int, need uint64, avoid ...string) ([]round, error) {
+// placement is how lvm2 orders the PVs for an allocation.
+type placement struct {
+	// reverse takes the PVs from the end of the list (a thin pool's metadata).
+	reverse bool
+	// avoid lists PVs to take last (the PVs of a pool's data, for its metadata).
+	avoid []string
+}
+
+// allocate takes k parallel areas of need extents each from the allocatable PVs of VG vg, as lvm2
+// does (measured on real lvm2: TestGuestModelFollowsLVM2): when k PVs can each hold a whole area,
+// the first k of them in the PVs' order (as p orders them); otherwise in rounds over the PVs with
+// the most free extents (Layout), which is also the most lvm2 can allocate. A VG whose PVs the
+// state does not list gives its free extents without placement (no rounds).
+func (s *State) allocate(vg string, k int, need uint64, p placement) ([]round, error) {
 	vi, err := s.vgIndex(vg)
 	if err != nil {
 		return nil, err
@@ -44,15 +52,17 @@ func (s *State) allocate(vg string, k int, need uint64, avoid ...string) ([]roun
 			idx = append(idx, i)
 		}
 	}
+	if p.reverse {
+		slices.Reverse(idx)
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Compare(b2i(slices.Contains(p.avoid, s.PVs[a].Name)), b2i(slices.Contains(p.avoid, s.PVs[b].Name)))
+	})
 	var rounds []round
 	if len(s.PVsOf(vg)) > 0 {
-		if k == 1 {
-			slices.SortStableFunc(idx, func(a, b int) int {
-				return cmp.Compare(
-					b2i(slices.Contains(avoid, s.PVs[a].Name)),
-					b2i(slices.Contains(avoid, s.PVs[b].Name)),
-				)
-			})
+		whole := slices.DeleteFunc(slices.Clone(idx), func(i int) bool { return s.PVs[i].Free/v.ExtentSize < need })
+		if len(whole) >= k {
+			idx = whole[:k]
 		}
 		if rounds, err = s.allocateRounds(v, idx, k, need); err != nil {
 			return nil, err
@@ -63,6 +73,13 @@ func (s *State) allocate(vg string, k int, need uint64, avoid ...string) ([]roun
 	return rounds, nil
 }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // allocateRounds takes the rounds from the PVs at idx (AllocateRounds' arithmetic).
 func (s *State) allocateRounds(v *VG, idx []int, k int, need uint64) ([]round, error) {
 	if len(idx) < k {
@@ -70,8 +87,8 @@ func (s *State) allocateRounds(v *VG, idx []int, k int, need uint64) ([]round, e
 			"Number of stripes (%d) must not exceed number of physical volumes (%d)", k, len(idx))
 	}
 	free := func(i int) uint64 { return s.PVs[i].Free / v.ExtentSize }
-	// pick returns the k PVs of the next round: the first in idx's order with free extents, or (in
-	// parallel) the k with the most; nil when fewer than k have any.
+	// pick returns the k PVs with the most free extents, in idx's order among equals; nil when
+	// fewer than k have any.
 	pick := func() []int {
 		var c []int
 		for _, i := range idx {
@@ -79,9 +96,7 @@ func (s *State) allocateRounds(v *VG, idx []int, k int, need uint64) ([]round, e
 				c = append(c, i)
 			}
 		}
-		if k > 1 {
-			slices.SortStableFunc(c, func(a, b int) int { return cmp.Compare(free(b), free(a)) })
-		}
+		slices.SortStableFunc(c, func(a, b int) int { return cmp.Compare(free(b), free(a)) })
 		if len(c) < k {
 			return nil
 		}
@@ -232,11 +247,4 @@ func percentExtents(v VG, pvs uint64, e Extents) (uint64, error) {
 		return 0, refuse(ErrInvalidArgument, "%s: %%ORIGIN is for snapshots", e)
 	}
 	return n * total / 100, nil
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -48,11 +48,23 @@ func (op RemoveLVOp) apply(s *State) error {
 	if lv.Attr.IsThinPool() && !slices.ContainsFunc(s.LVs, func(o LV) bool {
 		return o.VGName == op.VG && o.Attr.IsThinPool()
 	}) {
-		if j, err := s.lvIndex(op.VG, poolMetadataSpare); err == nil {
-			s.release(j)
-		}
+		s.releaseSpare(op.VG, lv.MetadataSize)
 	}
 	return nil
+}
+
+// releaseSpare removes the VG's pool metadata spare with its last pool. A state read does not list
+// it: its extents, as large as the pool's metadata, are then returned to the VG only.
+func (s *State) releaseSpare(vg string, metadata uint64) {
+	if j, err := s.lvIndex(vg, poolMetadataSpare); err == nil {
+		s.release(j)
+		return
+	}
+	if i, err := s.vgIndex(vg); err == nil && s.VGs[i].ExtentSize > 0 {
+		v := &s.VGs[i]
+		v.FreeCount += RoundUp(metadata, v.ExtentSize) / v.ExtentSize
+		v.Free = v.FreeCount * v.ExtentSize
+	}
 }
 
 func (s *State) hasSnapshot(vg, origin string) bool {
@@ -138,8 +150,14 @@ func (op ActivateLVOp) apply(s *State) error {
 	if err != nil {
 		return err
 	}
-	if !op.Active && s.LVs[i].Attr.IsOpen() {
-		return refuse(ErrInUse, "Logical volume %s in use.", s.LVs[i].FullName())
+	lv := s.LVs[i]
+	inUse := lv.Attr.IsOpen() && !lv.Attr.IsThinPool() || lv.Attr.IsThinPool() && slices.ContainsFunc(s.LVs,
+		func(o LV) bool { return o.VGName == op.VG && o.PoolLV == lv.Name && o.Attr.Active() })
+	if !op.Active && inUse {
+		return refuse(ErrInUse, "Logical volume %s in use.", lv.FullName())
+	}
+	if !op.Active {
+		s.LVs[i].Attr.Open = '-'
 	}
 	s.LVs[i].Attr.State = StateInactive
 	if op.Active {

@@ -21,7 +21,7 @@ func (op CreateLVOp) apply(s *State) error {
 	size := l.LVSize(op.Size, vg.ExtentSize)
 	lvExt := size / max(vg.ExtentSize, 1)
 	k := l.Images()
-	rounds, err := s.allocate(vg.Name, k, lvExt/uint64(l.DataStripes())+l.MetaExtents())
+	rounds, err := s.allocate(vg.Name, k, lvExt/uint64(l.DataStripes())+l.MetaExtents(), placement{})
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,8 @@ func (s *State) addRAIDImage(vg VG, name string, j int, rounds []round) {
 		Attr: hiddenAttr(VolumeTypeImage, TargetRAID), Segments: segs})
 }
 
-// CreateThinLVOp is `lvcreate --type thin` (Client.CreateThinLV).
+// CreateThinLVOp is `lvcreate --type thin` (Client.CreateThinLV). lvm2 shows a thin LV's zero flag
+// as its pool's.
 type CreateThinLVOp struct {
 	VG string
 	ThinLVOptions
@@ -84,7 +85,7 @@ func (op CreateThinLVOp) apply(s *State) error {
 		return err
 	}
 	s.addLV(vg, LV{Name: op.Name, Size: RoundUp(op.VirtualSize, vg.ExtentSize), PoolLV: pool.Name,
-		Tags: slices.Clone(op.Tags), Attr: attr(VolumeTypeThin, true, TargetThin, false),
+		Tags: slices.Clone(op.Tags), Attr: attr(VolumeTypeThin, true, TargetThin, pool.Attr.Zero),
 		Segments: []Segment{{Type: "thin", Size: RoundUp(op.VirtualSize, vg.ExtentSize)}}})
 	return nil
 }
@@ -125,7 +126,8 @@ func (op CreateSnapshotOp) apply(s *State) error {
 			return refuse(ErrInvalidArgument, "Snapshot of %s needs a size (not a thin volume).", origin.FullName())
 		}
 		lv.Size, lv.PoolLV = origin.Size, origin.PoolLV
-		lv.Attr = attr(VolumeTypeThin, !op.ReadOnly, TargetThin, false)
+		pool, _ := s.LV(op.VG, origin.PoolLV)
+		lv.Attr = attr(VolumeTypeThin, !op.ReadOnly, TargetThin, pool.Attr.Zero)
 		lv.Attr.SkipActive = !op.Activate
 		if !op.Activate {
 			lv.Attr.State = StateInactive
@@ -135,7 +137,7 @@ func (op CreateSnapshotOp) apply(s *State) error {
 		return nil
 	}
 	lv.Size = RoundUp(op.Size, vg.ExtentSize)
-	rounds, err := s.allocate(vg.Name, 1, lv.Size/max(vg.ExtentSize, 1))
+	rounds, err := s.allocate(vg.Name, 1, lv.Size/max(vg.ExtentSize, 1), placement{})
 	if err != nil {
 		return err
 	}
@@ -162,6 +164,9 @@ func (op ExtendLVOp) apply(s *State) error {
 	vg, _ := s.VG(op.VG)
 	lv := s.LVs[i]
 	ext := max(vg.ExtentSize, 1)
+	if lv.Attr.VolumeType == VolumeTypeOrigin && lv.Attr.Active() {
+		return refuse(nil, "Snapshot origin volumes can be resized only while inactive: try lvchange -an.")
+	}
 	if op.PoolMetadataSize > lv.MetadataSize && lv.Attr.IsThinPool() {
 		if err := s.growPoolMetadata(vg, i, op.PoolMetadataSize); err != nil {
 			return err
@@ -199,7 +204,7 @@ func (s *State) grow(vg VG, i int, l Layout, n uint64) error {
 		}
 		return nil
 	}
-	rounds, err := s.allocate(vg.Name, l.Images(), n/uint64(l.DataStripes()))
+	rounds, err := s.allocate(vg.Name, l.Images(), n/uint64(l.DataStripes()), placement{})
 	if err != nil {
 		return err
 	}

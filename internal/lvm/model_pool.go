@@ -52,7 +52,7 @@ func (op CreateThinPoolOp) apply(s *State) error {
 
 func (s *State) addThinPool(vg VG, op CreateThinPoolOp, data, metaExt uint64) error {
 	ext := vg.ExtentSize
-	dataRounds, err := s.allocate(vg.Name, 1, data)
+	dataRounds, err := s.allocate(vg.Name, 1, data, placement{})
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (s *State) addThinPool(vg VG, op CreateThinPoolOp, data, metaExt uint64) er
 	for _, r := range dataRounds {
 		dataPVs = append(dataPVs, r[0].pv)
 	}
-	metaRounds, err := s.allocate(vg.Name, 1, metaExt, dataPVs...)
+	metaRounds, err := s.allocate(vg.Name, 1, metaExt, placement{reverse: true, avoid: dataPVs})
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (s *State) growPoolMetadata(vg VG, i int, size uint64) error {
 	ext := max(vg.ExtentSize, 1)
 	metaExt := RoundUp(size, ext) / ext
 	n := metaExt - RoundUp(pool.MetadataSize, ext)/ext
-	rounds, err := s.allocate(vg.Name, 1, n)
+	rounds, err := s.allocate(vg.Name, 1, n, placement{reverse: true})
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *State) growSpare(vg VG, metaExt uint64) error {
 	if n == 0 {
 		return nil
 	}
-	rounds, err := s.allocate(vg.Name, 1, n)
+	rounds, err := s.allocate(vg.Name, 1, n, placement{})
 	if err != nil {
 		return err
 	}

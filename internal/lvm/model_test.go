@@ -198,7 +198,7 @@ func TestApplyThin(t *testing.T) {
 		s,
 		CreateSnapshotOp{VG: "vg", SnapshotOptions: SnapshotOptions{Name: "c", Origin: "t", Activate: true}},
 	)
-	for name, want := range map[string]string{"t": "Vwi-a-t---", "s": "Vri---t--k", "c": "Vwi-a-t---"} {
+	for name, want := range map[string]string{"t": "Vwi-a-tz--", "s": "Vri---tz-k", "c": "Vwi-a-tz--"} {
 		if lv, _ := s.LV("vg", name); lv.Attr.String() != want || lv.PoolLV != "pool" {
 			t.Errorf("%s: attr %s pool %q, want %s in pool", name, lv.Attr, lv.PoolLV, want)
 		}
