@@ -23,15 +23,21 @@ type Op interface {
 // Apply changes s as lvm2 would run op. When lvm2 would refuse the command, s is unchanged and
 // the error wraps the sentinel lvm2's message is classified as (ErrNotFound, ErrAlreadyExists,
 // ErrInsufficientSpace, ErrInUse, ErrInvalidArgument); its text is lvm2's message.
+//
+// Apply copies the VGs and PVs (a few), not the LVs (thousands on a busy node): every op makes
+// its checks and allocations (which change PVs and VGs only) before it changes an LV, so a refused
+// op has changed none (TestApplyRandomSequences checks it). What an op changes of an LV's slices
+// (tags, segments) it replaces, never writes in place, so an LV read from the state before stays
+// as it was.
 func (s *State) Apply(op Op) error {
-	next := s.Clone()
-	if err := op.apply(next); err != nil {
+	next := State{VGs: slices.Clone(s.VGs), PVs: slices.Clone(s.PVs), LVs: s.LVs}
+	if err := op.apply(&next); err != nil {
 		return err
 	}
 	for _, vg := range next.VGs {
 		next.recount(vg.Name)
 	}
-	*s = *next
+	*s = next
 	return nil
 }
 
@@ -130,26 +136,37 @@ func (s *State) addLV(vg VG, lv LV) {
 	}
 	lv.UUID = fmt.Sprintf("model-%s-%s-%d", vg.Name, lv.Name, len(s.LVs))
 	s.LVs = append(s.LVs, lv)
-	s.recount(vg.Name)
 }
 
 // recount sets the VG's LV and PV counts, and marks its thin pools open once a thin LV of theirs
 // is active: lvm2 then maps the pool in two layers, and the pool stays open until it is
-// deactivated (measured: TestGuestModelFollowsLVM2).
+// deactivated (measured: TestGuestModelFollowsLVM2). State.Apply runs it after every op.
 func (s *State) recount(vg string) {
 	i := slices.IndexFunc(s.VGs, func(v VG) bool { return v.Name == vg })
 	if i < 0 {
 		return
 	}
-	s.VGs[i].LVCount = len(s.LVsOf(vg))
-	s.VGs[i].PVCount = len(s.PVsOf(vg))
+	s.VGs[i].LVCount, s.VGs[i].PVCount = 0, 0
+	for _, pv := range s.PVs {
+		if pv.VGName == vg {
+			s.VGs[i].PVCount++
+		}
+	}
+	active := map[string]bool{} // pools with an active thin LV
+	for _, lv := range s.LVs {
+		if lv.VGName != vg {
+			continue
+		}
+		if !lv.Hidden {
+			s.VGs[i].LVCount++
+		}
+		if lv.PoolLV != "" && lv.Attr.Active() {
+			active[lv.PoolLV] = true
+		}
+	}
 	for j := range s.LVs {
-		if pool := &s.LVs[j]; pool.VGName == vg && pool.Attr.IsThinPool() {
-			if slices.ContainsFunc(s.LVs, func(lv LV) bool {
-				return lv.VGName == vg && lv.PoolLV == pool.Name && lv.Attr.Active()
-			}) {
-				pool.Attr.Open = 'o'
-			}
+		if pool := &s.LVs[j]; pool.VGName == vg && pool.Attr.IsThinPool() && active[pool.Name] {
+			pool.Attr.Open = 'o'
 		}
 	}
 }

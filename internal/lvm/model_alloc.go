@@ -164,7 +164,6 @@ func (s *State) release(i int) {
 	freed := s.releaseExtents(i, ext)
 	s.VGs[vi].FreeCount += freed
 	s.VGs[vi].Free = s.VGs[vi].FreeCount * ext
-	s.recount(vg)
 }
 
 // releaseExtents removes LV i and its sub-LVs, returns their PV extents to the PVs, and returns

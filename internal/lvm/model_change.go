@@ -100,18 +100,37 @@ func (op RenameLVOp) apply(s *State) error {
 		if o.Hidden && IsSubLV(op.From, o.Name) {
 			o.Name = op.To + strings.TrimPrefix(o.Name, op.From)
 		}
-		for k := range o.Segments {
-			for d, dev := range o.Segments[k].Devices {
-				if rest, ok := strings.CutPrefix(dev, op.From+"_"); ok {
-					o.Segments[k].Devices[d] = op.To + "_" + rest
-				}
-			}
-		}
+		o.Segments = renameDevices(o.Segments, op.From, op.To)
 	}
 	s.LVs[i].Name = op.To
 	s.LVs[i].Path = "/dev/" + op.VG + "/" + op.To
 	s.LVs[i].DMPath = DMPath(op.VG, op.To)
 	return nil
+}
+
+// renameDevices returns segs with the sub-LVs of LV from among their devices renamed for LV to: a
+// copy when any is (a state shares nothing it changes with its readers).
+func renameDevices(segs []Segment, from, to string) []Segment {
+	var out []Segment
+	for k, seg := range segs {
+		for d, dev := range seg.Devices {
+			rest, ok := strings.CutPrefix(dev, from+"_")
+			if !ok {
+				continue
+			}
+			if out == nil {
+				out = slices.Clone(segs)
+			}
+			if &out[k].Devices[0] == &segs[k].Devices[0] {
+				out[k].Devices = slices.Clone(seg.Devices)
+			}
+			out[k].Devices[d] = to + "_" + rest
+		}
+	}
+	if out == nil {
+		return segs
+	}
+	return out
 }
 
 // AddLVTagsOp is `lvchange --addtag` (Client.AddLVTags).
@@ -129,14 +148,16 @@ func (op AddLVTagsOp) apply(s *State) error {
 	return nil
 }
 
-// addTags returns tags with those of add it lacks appended.
+// addTags returns tags with those of add it lacks appended (a new slice: a state shares nothing it
+// changes with its readers).
 func addTags(tags, add []string) []string {
+	out := slices.Clone(tags)
 	for _, t := range add {
-		if !slices.Contains(tags, t) {
-			tags = append(tags, t)
+		if !slices.Contains(out, t) {
+			out = append(out, t)
 		}
 	}
-	return tags
+	return out
 }
 
 // ActivateLVOp is `lvchange -ay|-an` (Client.ActivateLV); activating clears nothing else.

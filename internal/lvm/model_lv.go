@@ -120,6 +120,13 @@ func (op CreateSnapshotOp) apply(s *State) error {
 		return err
 	}
 	origin := s.LVs[oi]
+	switch {
+	case origin.Attr.IsThinPool() || origin.Hidden:
+		return refuse(ErrInvalidArgument, "Snapshots of thin pool or internal volume %s are not supported.",
+			origin.FullName())
+	case origin.Attr.IsSnapshot():
+		return refuse(ErrInvalidArgument, "Snapshots of snapshots are not supported.")
+	}
 	lv := LV{Name: op.Name, Origin: origin.Name, Tags: slices.Clone(op.Tags)}
 	if op.Size == 0 {
 		if !origin.Attr.IsThin() {
@@ -163,72 +170,90 @@ func (op ExtendLVOp) apply(s *State) error {
 	}
 	vg, _ := s.VG(op.VG)
 	lv := s.LVs[i]
-	ext := max(vg.ExtentSize, 1)
 	if lv.Attr.VolumeType == VolumeTypeOrigin && lv.Attr.Active() {
 		return refuse(nil, "Snapshot origin volumes can be resized only while inactive: try lvchange -an.")
 	}
-	if op.PoolMetadataSize > lv.MetadataSize && lv.Attr.IsThinPool() {
-		if err := s.growPoolMetadata(vg, i, op.PoolMetadataSize); err != nil {
-			return err
-		}
-	}
-	target := RoundUp(op.Size, ext) / ext
-	if op.Extents != "" {
-		if target, err = percentExtents(vg, uint64(len(s.PVsOf(vg.Name))), op.Extents); err != nil {
-			return err
-		}
-	}
-	if op.Size == 0 && op.Extents == "" {
-		return nil
-	}
-	l := lv.layout()
-	target = l.LVSize(target*ext, ext) / ext
-	cur := lv.Size / ext
-	switch {
-	case target == cur:
-		return refuse(ErrSizeUnchanged, "New size (%d extents) matches existing size (%d extents).", target, cur)
-	case target < cur:
-		return refuse(ErrInvalidArgument, "New size given (%d extents) not larger than existing size (%d extents)",
-			target, cur)
-	}
-	return s.grow(vg, i, l, target-cur)
-}
-
-// grow adds n extents to LV i (thin LVs grow virtually).
-func (s *State) grow(vg VG, i int, l Layout, n uint64) error {
-	lv := s.LVs[i]
-	if lv.Attr.IsThin() {
-		s.LVs[i].Size += n * vg.ExtentSize
-		for j := range s.LVs[i].Segments {
-			s.LVs[i].Segments[j].Size = s.LVs[i].Size
-		}
-		return nil
-	}
-	rounds, err := s.allocate(vg.Name, l.Images(), n/uint64(l.DataStripes()), placement{})
+	n, err := op.growth(s, vg, lv)
 	if err != nil {
 		return err
 	}
-	i = slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg.Name && o.Name == lv.Name })
-	s.LVs[i].Size += n * vg.ExtentSize
-	switch {
-	case l.RAID != "":
-		for j := range l.Images() {
-			s.appendSegments(vg.Name, fmt.Sprintf("%s_rimage_%d", lv.Name, j), image(rounds, j, vg.ExtentSize))
+	ext, l := max(vg.ExtentSize, 1), lv.layout()
+	// Allocate everything first: a refusal must leave the LVs as they are (State.Apply).
+	var meta *metadataGrowth
+	if op.PoolMetadataSize > lv.MetadataSize && lv.Attr.IsThinPool() {
+		if meta, err = s.allocateMetadata(vg, RoundUp(op.PoolMetadataSize, ext)/ext, lv); err != nil {
+			return err
 		}
-		s.LVs[i].Segments[0].Size = s.LVs[i].Size
-	case lv.Attr.IsThinPool():
-		s.appendSegments(vg.Name, lv.Name+"_tdata", segments(rounds, vg.ExtentSize))
-		s.LVs[i].Segments[0].Size = s.LVs[i].Size
-	default:
-		s.LVs[i].Segments = append(s.LVs[i].Segments, segments(rounds, vg.ExtentSize)...)
+	}
+	var rounds []round
+	if n > 0 && !lv.Attr.IsThin() {
+		if rounds, err = s.allocate(vg.Name, l.Images(), n/uint64(l.DataStripes()), placement{}); err != nil {
+			return err
+		}
+	}
+	if meta != nil {
+		s.growMetadata(vg, lv.Name, meta)
+	}
+	if n > 0 {
+		s.growLV(vg, lv.Name, l, n, rounds)
 	}
 	return nil
+}
+
+// growth returns by how many extents op grows lv (0: op only grows a pool's metadata), or lvm2's
+// refusal of the new size.
+func (op ExtendLVOp) growth(s *State, vg VG, lv LV) (uint64, error) {
+	if op.Size == 0 && op.Extents == "" {
+		return 0, nil
+	}
+	ext := max(vg.ExtentSize, 1)
+	target := RoundUp(op.Size, ext) / ext
+	if op.Extents != "" {
+		var err error
+		if target, err = percentExtents(vg, uint64(len(s.PVsOf(vg.Name))), op.Extents); err != nil {
+			return 0, err
+		}
+	}
+	target = lv.layout().LVSize(target*ext, ext) / ext
+	cur := lv.Size / ext
+	switch {
+	case target == cur:
+		return 0, refuse(ErrSizeUnchanged, "New size (%d extents) matches existing size (%d extents).", target, cur)
+	case target < cur:
+		return 0, refuse(ErrInvalidArgument, "New size given (%d extents) not larger than existing size (%d extents)",
+			target, cur)
+	}
+	return target - cur, nil
+}
+
+// growLV adds n extents, allocated in rounds, to LV name (thin LVs grow virtually).
+func (s *State) growLV(vg VG, name string, l Layout, n uint64, rounds []round) {
+	i := slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg.Name && o.Name == name })
+	lv := &s.LVs[i]
+	lv.Size += n * vg.ExtentSize
+	switch {
+	case lv.Attr.IsThin():
+	case l.RAID != "":
+		for j := range l.Images() {
+			s.appendSegments(vg.Name, fmt.Sprintf("%s_rimage_%d", name, j), image(rounds, j, vg.ExtentSize))
+		}
+	case lv.Attr.IsThinPool():
+		s.appendSegments(vg.Name, name+"_tdata", segments(rounds, vg.ExtentSize))
+	default:
+		lv.Segments = slices.Concat(lv.Segments, segments(rounds, vg.ExtentSize))
+		return
+	}
+	// The LV's one segment spans it (copied: a state shares nothing it changes with its readers).
+	lv.Segments = slices.Clone(lv.Segments)
+	for j := range lv.Segments {
+		lv.Segments[j].Size = lv.Size
+	}
 }
 
 // appendSegments adds segs to hidden LV name (if the state lists it).
 func (s *State) appendSegments(vg, name string, segs []Segment) {
 	if j := slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg && o.Name == name }); j >= 0 {
-		s.LVs[j].Segments = append(s.LVs[j].Segments, segs...)
+		s.LVs[j].Segments = slices.Concat(s.LVs[j].Segments, segs)
 		for _, sg := range segs {
 			s.LVs[j].Size += sg.Size
 		}

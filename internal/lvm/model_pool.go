@@ -64,9 +64,12 @@ func (s *State) addThinPool(vg VG, op CreateThinPoolOp, data, metaExt uint64) er
 	if err != nil {
 		return err
 	}
-	if err := s.growSpare(vg, metaExt); err != nil {
+	spareRounds, err := s.allocateSpare(vg, metaExt)
+	if err != nil {
 		return err
 	}
+	// Every extent is allocated: from here on the LVs change (State.Apply).
+	s.addSpare(vg, spareRounds)
 	s.addLV(vg, LV{Name: op.Name + "_tdata", Hidden: true, Size: data * ext, Segments: segments(dataRounds, ext),
 		Attr: hiddenAttr(VolumeTypeThinPoolData, TargetNone)})
 	s.addLV(vg, LV{Name: op.Name + "_tmeta", Hidden: true, Size: metaExt * ext, Segments: segments(metaRounds, ext),
@@ -85,21 +88,34 @@ func (o ThinPoolOptions) chunk() uint64 {
 	return o.ChunkSize
 }
 
-// growPoolMetadata grows thin pool i's metadata to size bytes, and the VG's pool metadata spare
-// with it, as lvm2 does.
-func (s *State) growPoolMetadata(vg VG, i int, size uint64) error {
-	pool := s.LVs[i]
-	ext := max(vg.ExtentSize, 1)
-	metaExt := RoundUp(size, ext) / ext
-	n := metaExt - RoundUp(pool.MetadataSize, ext)/ext
-	rounds, err := s.allocate(vg.Name, 1, n, placement{reverse: true})
-	if err != nil {
-		return err
+// metadataGrowth is the extents a pool's metadata, and the VG's pool metadata spare with it, take
+// to grow to metaExt extents.
+type metadataGrowth struct {
+	metaExt     uint64
+	meta, spare []round
+}
+
+// allocateMetadata allocates the growth of pool's metadata to metaExt extents, and the spare's,
+// which lvm2 keeps as large as the largest pool metadata.
+func (s *State) allocateMetadata(vg VG, metaExt uint64, pool LV) (*metadataGrowth, error) {
+	g := &metadataGrowth{metaExt: metaExt}
+	n := metaExt - RoundUp(pool.MetadataSize, vg.ExtentSize)/vg.ExtentSize
+	var err error
+	if g.meta, err = s.allocate(vg.Name, 1, n, placement{reverse: true}); err != nil {
+		return nil, err
 	}
-	i = slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg.Name && o.Name == pool.Name })
-	s.LVs[i].MetadataSize = metaExt * ext
-	s.appendSegments(vg.Name, pool.Name+"_tmeta", segments(rounds, ext))
-	return s.growSpare(vg, metaExt)
+	if g.spare, err = s.allocateSpare(vg, metaExt); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// growMetadata applies g to pool name and the spare.
+func (s *State) growMetadata(vg VG, name string, g *metadataGrowth) {
+	i := slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg.Name && o.Name == name })
+	s.LVs[i].MetadataSize = g.metaExt * vg.ExtentSize
+	s.appendSegments(vg.Name, name+"_tmeta", segments(g.meta, vg.ExtentSize))
+	s.addSpare(vg, g.spare)
 }
 
 // spareShort returns how many extents the VG's pool metadata spare lacks to hold metaExt extents
@@ -109,16 +125,20 @@ func (s *State) spareShort(vg VG, metaExt uint64) uint64 {
 	return metaExt - min(metaExt, spare.Size/max(vg.ExtentSize, 1))
 }
 
-// growSpare creates or grows the VG's pool metadata spare to metaExt extents (lvm2 keeps it as
-// large as the largest pool metadata).
-func (s *State) growSpare(vg VG, metaExt uint64) error {
+// allocateSpare allocates what the VG's pool metadata spare lacks to hold metaExt extents (nil
+// rounds: nothing).
+func (s *State) allocateSpare(vg VG, metaExt uint64) ([]round, error) {
 	n := s.spareShort(vg, metaExt)
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
-	rounds, err := s.allocate(vg.Name, 1, n, placement{})
-	if err != nil {
-		return err
+	return s.allocate(vg.Name, 1, n, placement{})
+}
+
+// addSpare creates or grows the VG's pool metadata spare by rounds.
+func (s *State) addSpare(vg VG, rounds []round) {
+	if len(rounds) == 0 {
+		return
 	}
 	if _, ok := s.LV(vg.Name, poolMetadataSpare); !ok {
 		s.addLV(vg, LV{Name: poolMetadataSpare, Hidden: true,
@@ -126,7 +146,6 @@ func (s *State) growSpare(vg VG, metaExt uint64) error {
 				State: StateInactive, Open: '-', TargetType: TargetNone, Health: HealthOK}})
 	}
 	s.appendSegments(vg.Name, poolMetadataSpare, segments(rounds, vg.ExtentSize))
-	return nil
 }
 
 // SetThinPoolZeroOp is `lvchange --zero` of a thin pool (Client.SetThinPoolZero).

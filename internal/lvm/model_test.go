@@ -241,9 +241,10 @@ func TestApplyCopyOnWriteSnapshot(t *testing.T) {
 	}
 }
 
-// TestApplyRandomSequences applies random ops and checks the books after each.
+// TestApplyRandomSequences applies random ops and checks after each: the books; a refused op
+// changed nothing; the LVs read before the op are as they were (Apply writes nothing in place).
 func TestApplyRandomSequences(t *testing.T) {
-	for seed := range uint64(20) {
+	for seed := range uint64(50) {
 		r := rand.New(rand.NewPCG(seed, 1))
 		s := modelState(t, 256*mib, 128*mib, 512*mib)
 		names := []string{"a", "b", "c", "d", "e"}
@@ -262,8 +263,21 @@ func TestApplyRandomSequences(t *testing.T) {
 					VG:              "vg",
 					SnapshotOptions: SnapshotOptions{Name: name + "s", Origin: name, Size: size},
 				},
+				CreateThinPoolOp{VG: "vg", ThinPoolOptions: ThinPoolOptions{Name: name, Size: size * 4}},
+				CreateThinLVOp{VG: "vg", ThinLVOptions: ThinLVOptions{Name: name + "t", Pool: name, VirtualSize: size}},
+				CreateSnapshotOp{VG: "vg", SnapshotOptions: SnapshotOptions{Name: name + "ts", Origin: name + "t"}},
+				ExtendLVOp{VG: "vg", Name: name, ExtendOptions: ExtendOptions{PoolMetadataSize: size}},
+				AddLVTagsOp{VG: "vg", Name: name, Tags: []string{"t" + name}},
+				RemoveLVOp{VG: "vg", Name: name + "t"},
 			}
-			_ = s.Apply(ops[r.IntN(len(ops))])
+			op := ops[r.IntN(len(ops))]
+			before, read := s.Clone(), slices.Clone(s.LVs) // read: the LVs as a reader holds them
+			if err := s.Apply(op); err != nil && !reflect.DeepEqual(before, s) {
+				t.Fatalf("seed %d: refused %T%+v (%v) changed the state", seed, op, op, err)
+			}
+			if !reflect.DeepEqual(before.LVs, read) {
+				t.Fatalf("seed %d: %T%+v changed LVs read before it", seed, op, op)
+			}
 			checkAccounting(t, s)
 		}
 		for _, lv := range slices.Clone(s.LVsOf("vg")) {

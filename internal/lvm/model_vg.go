@@ -79,7 +79,6 @@ func (s *State) addPVs(vg string, devs []string) error {
 		v.FreeCount += n
 	}
 	v.Size, v.Free = v.ExtentCount*v.ExtentSize, v.FreeCount*v.ExtentSize
-	s.recount(vg)
 	return nil
 }
 
@@ -117,7 +116,6 @@ func (op ReduceVGOp) apply(s *State) error {
 		pv.VGName, pv.Attr, pv.Size, pv.Free = "", "---", pv.DevSize, pv.DevSize
 	}
 	v.Size, v.Free = v.ExtentCount*v.ExtentSize, v.FreeCount*v.ExtentSize
-	s.recount(op.VG)
 	return nil
 }
 
