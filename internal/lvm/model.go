@@ -152,7 +152,7 @@ func (s *State) recount(vg string) {
 			s.VGs[i].PVCount++
 		}
 	}
-	active := map[string]bool{} // pools with an active thin LV
+	var active []string // pools with an active thin LV (a few)
 	for _, lv := range s.LVs {
 		if lv.VGName != vg {
 			continue
@@ -160,12 +160,12 @@ func (s *State) recount(vg string) {
 		if !lv.Hidden {
 			s.VGs[i].LVCount++
 		}
-		if lv.PoolLV != "" && lv.Attr.Active() {
-			active[lv.PoolLV] = true
+		if lv.PoolLV != "" && lv.Attr.Active() && !slices.Contains(active, lv.PoolLV) {
+			active = append(active, lv.PoolLV)
 		}
 	}
 	for j := range s.LVs {
-		if pool := &s.LVs[j]; pool.VGName == vg && pool.Attr.IsThinPool() && active[pool.Name] {
+		if pool := &s.LVs[j]; pool.VGName == vg && pool.Attr.IsThinPool() && slices.Contains(active, pool.Name) {
 			pool.Attr.Open = 'o'
 		}
 	}
