@@ -209,6 +209,27 @@ func estimateSubExtents(lv LV, ext uint64) uint64 {
 	return 0
 }
 
+// Placed reports whether the state knows on which PVs the extents of LV vg/name lie: its segments
+// name PVs, or sub-LVs the state lists with theirs. A state read lists no sub-LVs; State.Apply adds
+// them for the LVs it creates. A thin LV has no extents of its own.
+func (s *State) Placed(vg, name string) bool {
+	lv, ok := s.LV(vg, name)
+	if !ok || lv.Attr.IsThin() {
+		return ok
+	}
+	if lv.Attr.IsThinPool() && !s.Placed(vg, name+"_tmeta") {
+		return false
+	}
+	for _, seg := range lv.Segments {
+		for _, d := range seg.Devices {
+			if sub, _, _ := strings.Cut(d, "("); !strings.HasPrefix(sub, "/") && !s.Placed(vg, sub) {
+				return false
+			}
+		}
+	}
+	return len(lv.Segments) > 0
+}
+
 // givePV returns bytes to PV name's free space.
 func (s *State) givePV(name string, bytes uint64) {
 	if i := slices.IndexFunc(s.PVs, func(pv PV) bool { return pv.Name == name }); i >= 0 {

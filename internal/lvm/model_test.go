@@ -223,6 +223,27 @@ func TestApplyThin(t *testing.T) {
 	}
 }
 
+// TestPlaced: the model knows where the extents of the LVs it made lie, and of none of a read.
+func TestPlaced(t *testing.T) {
+	s := modelState(t, gib, gib)
+	mustApply(t, s, CreateLVOp{VG: "vg", LVOptions: LVOptions{Name: "m", Size: 8 * mib, RAID: RAID1}})
+	mustApply(t, s, CreateLVOp{VG: "vg", LVOptions: LVOptions{Name: "l", Size: 8 * mib}})
+	mustApply(t, s, CreateThinPoolOp{VG: "vg", ThinPoolOptions: ThinPoolOptions{Name: "p", Size: 64 * mib}})
+	mustApply(t, s, CreateThinLVOp{VG: "vg", ThinLVOptions: ThinLVOptions{Name: "t", Pool: "p", VirtualSize: gib}})
+	read := s.Clone()
+	read.LVs = read.LVsOf("vg") // what lvm fullreport lists
+	for _, name := range []string{"m", "l", "p", "t"} {
+		if !s.Placed("vg", name) {
+			t.Errorf("%s: not placed in the model's own state", name)
+		}
+	}
+	for name, want := range map[string]bool{"m": false, "l": true, "p": false, "t": true, "nope": false} {
+		if got := read.Placed("vg", name); got != want {
+			t.Errorf("%s in a read state: placed %t, want %t", name, got, want)
+		}
+	}
+}
+
 func TestApplyCopyOnWriteSnapshot(t *testing.T) {
 	s := modelState(t, gib)
 	mustApply(t, s, CreateLVOp{VG: "vg", LVOptions: LVOptions{Name: "o", Size: 64 * mib}})

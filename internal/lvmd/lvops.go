@@ -88,7 +88,7 @@ func (s *Service) RemoveLV(ctx context.Context, name, class string) error {
 	if err := s.ensureState(ctx); err != nil {
 		return fmt.Errorf("remove LV %s: %w", name, err)
 	}
-	vg, lv, err := s.planRemove(dc, name)
+	vg, lv, placed, err := s.planRemove(dc, name)
 	if err != nil || vg.Name == "" {
 		return wrapf(err, "remove LV %s", name)
 	}
@@ -102,31 +102,32 @@ func (s *Service) RemoveLV(ctx context.Context, name, class string) error {
 		}
 		return s.refreshAfterFailure(ctx, fmt.Errorf("remove LV %s: %w", name, lvmError(err)))
 	}
-	if !lv.Attr.IsThin() {
+	if !placed {
 		s.markPVsStale(vg.Name)
 	}
 	return nil
 }
 
-// planRemove returns the VG of the LV to remove and the LV; a zero VG when there is nothing to
-// remove. An LV with a copy-on-write snapshot is in use (lvm2 would remove the snapshot with it).
-func (s *Service) planRemove(dc *DeviceClass, name string) (lvm.VG, lvm.LV, error) {
+// planRemove returns the VG of the LV to remove, the LV, and whether the cache knows the PVs its
+// extents return to (lvm.State.Placed); a zero VG when there is nothing to remove. An LV with a
+// copy-on-write snapshot is in use (lvm2 would remove the snapshot with it).
+func (s *Service) planRemove(dc *DeviceClass, name string) (lvm.VG, lvm.LV, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	vg, lv, err := s.lookup(dc, name)
 	if errors.Is(err, ErrNotFound) {
-		return lvm.VG{}, lvm.LV{}, nil
+		return lvm.VG{}, lvm.LV{}, true, nil
 	}
 	if err != nil {
-		return lvm.VG{}, lvm.LV{}, err
+		return lvm.VG{}, lvm.LV{}, true, err
 	}
 	for _, o := range s.state.LVs {
 		if o.VGName == vg.Name && o.Origin == name && o.Attr.IsSnapshot() {
-			return lvm.VG{}, lvm.LV{}, fmt.Errorf("%w: LV %s has copy-on-write snapshot %s",
+			return lvm.VG{}, lvm.LV{}, true, fmt.Errorf("%w: LV %s has copy-on-write snapshot %s",
 				ErrInUse, lv.FullName(), o.Name)
 		}
 	}
-	return vg, lv, nil
+	return vg, lv, s.state.Placed(vg.Name, name), nil
 }
 
 // ResizeLV grows an LV to size bytes (rounded up as lvm2 does). A size not

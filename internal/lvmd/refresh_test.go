@@ -79,25 +79,47 @@ func TestRunSeesAClassReplacedDuringItsFirstRead(t *testing.T) {
 	wantErr(t, <-done, nil)
 }
 
-// A remove from the VG of a RAID class makes Run read the state at once: the cache
-// cannot tell which PVs the freed extents went back to, and RAID capacity depends on
-// them.
+// A remove from the VG of a RAID class of an LV the cache has from a state read makes Run read the
+// state at once: a read lists no RAID images, so the cache cannot tell which PVs the freed extents
+// went back to, and RAID capacity depends on them.
 func TestRunReadsStateAfterRemoveInRAIDVG(t *testing.T) {
+	e := newEnv(t, mirrorConfig())
+	e.create("m", "mirror", gib)
+	wantErr(t, e.svc.Refresh(t.Context()), nil) // now m is known from a read
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.svc.Run(ctx) }()
+	waitCount(t, e.fake, 2)
+	wantErr(t, e.svc.RemoveLV(t.Context(), "m", "mirror"), nil)
+	waitCount(t, e.fake, 3)
+	cancel()
+	wantErr(t, <-done, nil)
+}
+
+// Of a RAID LV lvmd made itself, the cache knows the PVs (its images are in the cache): removing it
+// leaves the cached capacity exact, with no state read.
+func TestRemoveOwnRAIDLVKeepsCapacityExact(t *testing.T) {
+	e := newEnv(t, mirrorConfig())
+	before := e.free("mirror")
+	e.create("m", "mirror", gib)
+	e.create("l", "thick", gib)
+	wantErr(t, e.svc.RemoveLV(t.Context(), "m", "mirror"), nil)
+	if n := e.fake.Count("fullreport"); n != 0 {
+		t.Errorf("%d state reads, want 0", n)
+	}
+	if e.free("mirror") >= before {
+		t.Errorf("mirror capacity %d after a thick create, want below %d", e.free("mirror"), before)
+	}
+	e.checkNoDrift()
+}
+
+func mirrorConfig() *lvmd.Config {
 	cfg := testConfig()
 	cfg.DeviceClasses = append(cfg.DeviceClasses, lvmd.DeviceClass{
 		Name: "mirror", VolumeGroup: "vg", SpareGB: ptr(uint64(0)),
 		RAID: &lvmd.RAIDConfig{Type: lvm.RAID1, Mirrors: 1},
 	})
-	e := newEnv(t, cfg)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- e.svc.Run(ctx) }()
-	waitCount(t, e.fake, 1)
-	e.create("m", "mirror", gib)
-	wantErr(t, e.svc.RemoveLV(t.Context(), "m", "mirror"), nil)
-	waitCount(t, e.fake, 2)
-	cancel()
-	wantErr(t, <-done, nil)
+	return cfg
 }
 
 // waitCount waits until the fake has run n state reads.

@@ -150,8 +150,9 @@ func (s *Service) MarkStale() {
 }
 
 // markPVsStale asks Run to read the state when VG vg serves a RAID class: the remove
-// that freed extents in it could not tell the cache which PVs they went back to, so
-// the class's capacity stays low (never high) until the next read.
+// that freed extents in it could not tell the cache which PVs they went back to (an LV of
+// a state read, whose sub-LVs the read does not list), so the class's capacity stays low
+// (never high) until the next read.
 func (s *Service) markPVsStale(vg string) {
 	for _, dc := range s.classes.Config().DeviceClasses {
 		if dc.VolumeGroup == vg && dc.RAID != nil {
