@@ -21,7 +21,7 @@ help: ## Show this help.
 demo: ## Bring up a local cluster on real lvm2 and walk a PVC through its life (KEEP=1 leaves it up; docs/demo.md).
 	$(MAKE) images
 	bash hack/uml-deps.sh
-	KEEP=$(KEEP) go run ./cmd/lvms-dev demo
+	KEEP=$(KEEP) bash hack/lvms-dev.sh demo
 
 ##@ Build
 
@@ -35,11 +35,11 @@ kubectl-lvms: ## Build bin/kubectl-lvms, the kubectl plugin (kubectl lvms status
 
 .PHONY: image
 image: ## Build the product image ghcr.io/lvm-operator/lvms as an OCI archive in _output/images, reproducibly, without Docker (docs/image.md).
-	go run ./cmd/lvms-dev image build --only lvms --version "$(VERSION)" --commit "$(GIT_COMMIT)"
+	bash hack/lvms-dev.sh image build --only lvms --version "$(VERSION)" --commit "$(GIT_COMMIT)"
 
 .PHONY: images
 images: ## Build every image of the local cluster (lvms, workload, pause, CSI sidecars via hack/csi-tools.sh) into _output/images.
-	go run ./cmd/lvms-dev image build --version "$(VERSION)" --commit "$(GIT_COMMIT)"
+	bash hack/lvms-dev.sh image build --version "$(VERSION)" --commit "$(GIT_COMMIT)"
 
 .PHONY: pin-image
 pin-image: ## Build the lvms image and pin its digest in config/default (then make dist): for a release, after make push.
@@ -54,7 +54,7 @@ pin-image: ## Build the lvms image and pin its digest in config/default (then ma
 push: ## Build the product image and push it to IMG=registry/repo:tag (credentials from ~/.docker/config.json).
 	@[[ -n "$(IMG)" ]] || { echo "usage: make push IMG=registry/repo:tag" >&2; exit 1; }
 	$(MAKE) image
-	go run ./cmd/lvms-dev image push --ref "$(IMG)" --archive _output/images/lvms.tar
+	bash hack/lvms-dev.sh image push --ref "$(IMG)" --archive _output/images/lvms.tar
 
 ##@ Code generation
 
@@ -70,15 +70,15 @@ manifests: ## Generate CRDs, RBAC and webhook manifests under config/, and docs/
 	$(CONTROLLER_GEN) rbac:roleName=lvms-operator paths=./cmd/lvms/... paths=./internal/operator/... paths=./internal/controller/lvmcluster/... paths=./internal/controller/noderemoval/... paths=./internal/controller/claimevents/... paths=./internal/csi/controller/... output:rbac:artifacts:config=config/rbac/operator
 	$(CONTROLLER_GEN) rbac:roleName=lvms-node paths=./internal/controller/vgmanager/... paths=./internal/controller/logicalvolume/... paths=./internal/nodeagent/... output:rbac:artifacts:config=config/rbac/node
 	$(CONTROLLER_GEN) webhook paths=./internal/... output:webhook:artifacts:config=config/webhook
-	go run ./cmd/lvms-dev rbac-doc
+	bash hack/lvms-dev.sh rbac-doc
 	$(MAKE) --no-print-directory dist
 
 .PHONY: dist
 dist: ## Render dist/install.yaml, the Helm chart charts/lvms and the OLM bundle bundle/ from config/ (never edit those by hand).
-	go run ./cmd/lvms-dev dist --version $(RELEASE_VERSION)
+	bash hack/lvms-dev.sh dist --version $(RELEASE_VERSION)
 
 .PHONY: check-dist
-check-dist: ## helm lint + helm template of charts/lvms (Helm built into the cache); the bundle is validated by go test ./internal/dev/dist.
+check-dist: ## helm lint + helm template of charts/lvms (Helm built into the cache); the bundle is validated by go -C dev test ./internal/dist.
 	bash hack/check-dist.sh
 
 ##@ Verification and tests
@@ -97,16 +97,17 @@ fmt: ## Apply the formatters of .golangci.yml (gofmt, goimports, golines at 120 
 
 .PHONY: lint
 lint: ## Run golangci-lint (built once into the cache).
-	"$$(bash hack/golangci-lint.sh | tail -1)" run ./...
+	"$$(bash hack/golangci-lint.sh | tail -1)" run ./... && cd dev && "$$(bash ../hack/golangci-lint.sh | tail -1)" run ./...
 
 .PHONY: test
 test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, alert tests, verify; the e2e beside the rest (TEST_LANES=1: one after another). Installs what it needs; prints each phase's time.
 	MAKE="$(MAKE)" bash hack/test.sh
 
 .PHONY: test-unit
-test-unit: ## Unit tests and envtest suites with the race detector (self-built kube-apiserver + etcd).
+test-unit: ## Unit tests and envtest suites with the race detector (self-built kube-apiserver + etcd), of the product's module and the dev tooling's (dev/).
 	assets="$$(bash hack/kube-assets.sh | tail -1)"; \
-	KUBEBUILDER_ASSETS="$$assets" CGO_ENABLED=1 go test -race $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS="$$assets" CGO_ENABLED=1 go test -race $(GO_TEST_FLAGS) ./... && \
+	KUBEBUILDER_ASSETS="$$assets" CGO_ENABLED=1 go -C dev test -race $(GO_TEST_FLAGS) ./...
 
 .PHONY: fuzz
 fuzz: ## Every fuzz target for FUZZTIME (default 30000x executions) on top of its committed corpus.
@@ -134,7 +135,7 @@ chaos: ## Chaos test on a fresh dev cluster: seeded SIGKILLs of operator, node a
 		E2E_RUN='^TestChaos$$' E2E_PARALLEL="$${CHAOS_CLAIMS:-8}" E2E_TIMEOUT=60m bash hack/e2e.sh
 
 .PHONY: upgrade
-upgrade: ## Upgrade test: the release of test/e2e/testdata/upgrade-from installed by helm and by kustomize, claims of every kind, upgraded in place to this tree on a fresh dev cluster (docs/upgrade.md).
+upgrade: ## Upgrade test: the release of dev/e2e/testdata/upgrade-from installed by helm and by kustomize, claims of every kind, upgraded in place to this tree on a fresh dev cluster (docs/upgrade.md).
 	$(MAKE) images
 	bash hack/uml-deps.sh
 	bash hack/upgrade.sh
@@ -155,7 +156,7 @@ conformance-subset: ## The curated subset of the storage e2e suite (test/conform
 bench-cluster: ## Provisioning benchmark (thin and thick) on a fresh dev cluster, torn down after (CLAIMS=1 NODES=2; SCALE=0,100,1000 for the LVs-per-node run; PROFILE=N s of CPU profiles; docs/performance.md).
 	$(MAKE) images
 	bash hack/uml-deps.sh
-	CLAIMS="$(or $(CLAIMS),1)" NODES="$(or $(NODES),2)" SCALE="$(SCALE)" PROFILE="$(or $(PROFILE),0)" bash test/bench/cluster.sh
+	CLAIMS="$(or $(CLAIMS),1)" NODES="$(or $(NODES),2)" SCALE="$(SCALE)" PROFILE="$(or $(PROFILE),0)" bash dev/bench/cluster.sh
 
 .PHONY: test-rules
 test-rules: ## promtool check + unit tests of every alert (test/prometheus) on dist/prometheus-rules.yaml (promtool of Debian's prometheus package, unpacked into the cache).
@@ -164,6 +165,7 @@ test-rules: ## promtool check + unit tests of every alert (test/prometheus) on d
 .PHONY: bench
 bench: ## Benchmarks (performance is measured here, never in timed unit tests): the host Go benchmarks, then the thin-metadata Delta/Allocated benchmark in UML guests (bench-thinmeta).
 	go test -run '^$$' -bench . -benchmem ./...
+	go -C dev test -run '^$$' -bench . -benchmem ./...
 	bash hack/bench-thinmeta.sh
 
 .PHONY: bench-thinmeta

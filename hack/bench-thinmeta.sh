@@ -5,7 +5,7 @@
 # Allocated (a fully written snapshot) of a thin volume: wall time, the tool's peak RSS (GNU time)
 # and the Go side's allocations. It is compiled once (CGO_ENABLED=0 go test -c -tags guest) and
 # runs twice, each time in its own User-mode Linux guest with the standard disk layout
-# (internal/testing/uml, seven 2 GiB disks): first with a 64 KiB pool chunk size (the worst case,
+# (dev/internal/uml, seven 2 GiB disks): first with a 64 KiB pool chunk size (the worst case,
 # the most mappings), then with 1 MiB. The figures the test logs (its `MEASUREMENT` lines) are
 # printed per chunk size; docs/changed-blocks.md "Measured cost" records them.
 #
@@ -48,7 +48,7 @@ WORK="$(mktemp -d /tmp/lvms-bench-thinmeta.XXXXXX)"
 trap 'rm -rf "${WORK}"' EXIT
 
 log "building umlrun"
-go build -o "${WORK}/umlrun" ./internal/testing/uml/umlrun
+go -C dev build -o "${WORK}/umlrun" ./cmd/umlrun
 log "compiling guest tests of ./internal/thinmeta"
 CGO_ENABLED=0 go test -c -tags guest -o "${WORK}/thinmeta.test" ./internal/thinmeta
 

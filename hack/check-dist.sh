@@ -4,7 +4,7 @@
 # and with another namespace and an image digest, checking that both settings reach the objects,
 # and with monitoring.enabled (ServiceMonitor, PrometheusRule), schedulerExtender.enabled and
 # snapshotMetadata.enabled (the optional components of config/components), and profiling.enabled.
-# The OLM bundle is validated by go test ./internal/dev/dist (operator-framework/api validators).
+# The OLM bundle is validated by go -C dev test ./internal/dist (operator-framework/api validators).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

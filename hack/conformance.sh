@@ -26,7 +26,7 @@ LVMS_DEV="${BIN}/lvms-dev"
 log() { echo "conformance: $*" >&2; }
 
 # [Disruptive] specs restart the kubelet over SSH with systemctl: the dev cluster's UML nodes have
-# neither (test/e2e's TestRestart* restart the node agent and the kubelet's volumes instead).
+# neither (dev/e2e's TestRestart* restart the node agent and the kubelet's volumes instead).
 SKIP="${CONFORMANCE_SKIP:-\[Disruptive\]}"
 # Specs that create cluster-scoped objects of fixed names cannot run in two classes' suites at once:
 # "any volume data source" creates the CRD hellos.hello.example.com, and the second class's copy
@@ -55,7 +55,7 @@ finish() {
 }
 
 tools="$(bash hack/conformance-tools.sh | tail -1)"
-go build -o "${LVMS_DEV}" ./cmd/lvms-dev
+go -C dev build -o "${LVMS_DEV}" ./cmd/lvms-dev
 refs() { "${tools}/e2e-storage.test" -list-images | grep -E "$1" | paste -sd, || true; }
 # Images of Debian packages for the specs that need GNU tools or run a script in nginx's image.
 debian=()
@@ -68,7 +68,7 @@ done
 # The hello populator that provisioning's "any volume data source" spec deploys from its manifest
 # (not in -list-images): the reference is the manifest's, in the k8s.io/kubernetes module the suite is
 # built from (conformance-tools.sh names its directory after that version); the image is our own
-# implementation (internal/dev/image/hellopopulator), since the Go module proxy refuses upstream's
+# implementation (dev/internal/image/hellopopulator), since the Go module proxy refuses upstream's
 # module. The spec's volume-data-source-validator pod cannot pull its image; the spec does not need it.
 kube_dir="$(cd "${BIN}" && go mod download -json "k8s.io/kubernetes@$(basename "${tools}")" |
 	awk -F'"' '$2 == "Dir" {print $4}')"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the e2e suite (./test/e2e, build tag e2e) against a fresh dev cluster: lvms-dev up (2 nodes,
-# 4 x 8 GiB disks each), go test -tags e2e ./test/e2e/ with KUBECONFIG pointing at it (KUBECTL at the
+# Runs the e2e suite (./dev/e2e, build tag e2e) against a fresh dev cluster: lvms-dev up (2 nodes,
+# 4 x 8 GiB disks each), go test -tags e2e ./dev/e2e/ with KUBECONFIG pointing at it (KUBECTL at the
 # pinned kubectl, and the kubectl-lvms plugin on PATH), lvms-dev down. E2E_UPDATE_GOLDEN=1 rewrites the
 # golden files of TestKubectlLVMS.
 #
@@ -24,18 +24,18 @@ source hack/lib/devcluster.sh
 # finish tears the cluster down (unless E2E_KEEP=1) and turns anything left of it into a failure.
 finish() { devcluster_finish $? "${E2E_KEEP:-}" "${LVMS_DEV}" "${STATE}" "${BIN}" "logs: ${STATE}/logs"; }
 
-go build -o "${LVMS_DEV}" ./cmd/lvms-dev
+go -C dev build -o "${LVMS_DEV}" ./cmd/lvms-dev
 go build -o "${BIN}/kubectl-lvms" ./cmd/kubectl-lvms
-go test -tags e2e -c -o "${BIN}/e2e.test" ./test/e2e/
+go -C dev test -tags e2e -c -o "${BIN}/e2e.test" ./e2e/
 trap finish EXIT
 # The suite needs a fresh cluster: stop one an interrupted or kept (E2E_KEEP=1) run left here.
 "${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true
 "${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 4 --disk-size 8 --scheduler-extender \
 	--snapshot-metadata >&2
-# In the package directory, as go test runs it (golden files under test/e2e/testdata); kubectl finds
+# In the package directory, as go test runs it (golden files under dev/e2e/testdata); kubectl finds
 # the kubectl-lvms plugin on PATH.
 kubectl_bin="$(bash hack/kube-assets.sh | tail -1)/kubectl"
-(cd test/e2e && PATH="${BIN}:${PATH}" KUBECTL="${kubectl_bin}" KUBECONFIG="${STATE}/kubeconfig" \
+(cd dev/e2e && PATH="${BIN}:${PATH}" KUBECTL="${kubectl_bin}" KUBECONFIG="${STATE}/kubeconfig" \
 	"${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-50m}" \
 	-test.parallel "${E2E_PARALLEL:-2}" -test.skip '^TestUpgrade$' \
 	${E2E_RUN:+-test.run "${E2E_RUN}"}) | tee "${BIN}/e2e.out"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every fuzz target of the module for a short time (what `make fuzz` and `make test` call).
+# Runs every fuzz target of the two modules (the product's and dev/) for a short time (what `make fuzz` and `make test` call).
 #
 # Targets are found by their declaration (`func FuzzX(f *testing.F)` in a _test.go file without a
 # build tag), so a new target is fuzzed without being listed here. Each runs FUZZTIME (default
@@ -21,11 +21,15 @@ while IFS=: read -r file _ decl; do
 		continue
 	fi
 	target="$(sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(.*/\1/' <<<"${decl}")"
-	pkg="./$(dirname "${file}")"
-	echo "fuzz: ${pkg} ${target} for ${FUZZTIME}" >&2
-	go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME}" "${pkg}" >&2
+	# A package of the dev tooling's module (dev/) is fuzzed in that module.
+	mod=. pkg="./$(dirname "${file}")"
+	if [[ "${pkg}" == ./dev/* ]]; then
+		mod=dev pkg="./${pkg#./dev/}"
+	fi
+	echo "fuzz: ${mod} ${pkg} ${target} for ${FUZZTIME}" >&2
+	go -C "${mod}" test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME}" "${pkg}" >&2
 	n=$((n + 1))
-done < <(grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' internal cmd api test | sort)
+done < <(grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' internal cmd api test dev | sort)
 if ((n == 0)); then
 	echo "fuzz: FAIL: no fuzz target found (func FuzzX(f *testing.F) in a _test.go file without a build tag)" >&2
 	exit 1

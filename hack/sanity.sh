@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs csi-sanity against the real driver stack on real lvm2 (what `make sanity` calls).
 #
-# The host half of ./test/sanity (TestSanityHost, build tag sanity) starts an envtest control plane
+# The host half of ./dev/sanity (TestSanityHost, build tag sanity) starts an envtest control plane
 # (kube-apiserver + etcd from hack/kube-assets.sh) on the host and boots one User-mode Linux guest
-# (internal/testing/uml, standard disk layout) running the guest half (TestSanity, build tag guest),
+# (dev/internal/uml, standard disk layout) running the guest half (TestSanity, build tag guest),
 # which reaches the apiserver over the serial-line bridge and builds a thick and a thin volume group,
 # runs the node agent and the CSI controller, and the csi-sanity BINARY (built from the Go module
 # proxy by hack/csi-tools.sh) three times: thick filesystem volumes, thin filesystem volumes with
@@ -65,15 +65,15 @@ else
 fi
 mkdir -p "${WORK}/out"
 
-log "building the host and guest halves of ./test/sanity"
-CGO_ENABLED=0 go test -c -tags guest -o "${WORK}/sanity-guest.test" ./test/sanity
-go test -c -tags sanity -o "${WORK}/sanity-host.test" ./test/sanity
+log "building the host and guest halves of ./dev/sanity"
+CGO_ENABLED=0 go -C dev test -c -tags guest -o "${WORK}/sanity-guest.test" ./sanity
+go -C dev test -c -tags sanity -o "${WORK}/sanity-host.test" ./sanity
 CGO_ENABLED=0 go build -o "${WORK}/lvms" ./cmd/lvms
 
 log "control plane on the host, one guest (${MEM} MiB, timeout ${TIMEOUT})"
 rc=0
 # go test -c binaries run in the package directory, as go test would run them.
-(cd test/sanity && KUBEBUILDER_ASSETS="${ASSETS}" CSI_SANITY="${SANITY_BIN}" SANITY_OUT="${WORK}/out" \
+(cd dev/sanity && KUBEBUILDER_ASSETS="${ASSETS}" CSI_SANITY="${SANITY_BIN}" SANITY_OUT="${WORK}/out" \
 	SANITY_GUEST_TEST="${WORK}/sanity-guest.test" SANITY_LVMS="${WORK}/lvms" SANITY_GUEST_TIMEOUT="${TIMEOUT}" SANITY_MEM="${MEM}" \
 	"${WORK}/sanity-host.test" -test.v -test.count=1 -test.run='^TestSanityHost$' \
 	-test.timeout="${HOST_TIMEOUT}") || rc=$?

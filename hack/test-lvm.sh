@@ -3,7 +3,7 @@
 #
 #  1. every Go package under ./internal with test files constrained by `//go:build guest` is
 #     compiled (CGO_ENABLED=0 go test -c -tags guest) and its test binary runs inside its own
-#     User-mode Linux guest (internal/testing/uml), at most TEST_LVM_PARALLEL (2) guests at a time,
+#     User-mode Linux guest (dev/internal/uml), at most TEST_LVM_PARALLEL (2) guests at a time,
 #     the packages that took longest in the last full run first (their seconds are kept in the cache);
 #  2. the host-side tests that boot guests themselves (test files mentioning LVMS_UML_TESTS) run
 #     with LVMS_UML_TESTS=1 (the dev cluster's own up/down is proved by make e2e, whose
@@ -39,10 +39,22 @@ trap 'rm -rf "${WORK}"' EXIT
 mkdir -p "${WORK}/bin" "${WORK}/logs"
 
 # Packages with guest tests: a //go:build line naming "guest" without "!".
-mapfile -t GUEST_PKGS < <(grep -rlP --include='*_test.go' '^//go:build\b.*(?<!!)\bguest\b' internal cmd |
+mapfile -t GUEST_PKGS < <(grep -rlP --include='*_test.go' '^//go:build\b.*(?<!!)\bguest\b' internal cmd dev/internal dev/cmd |
 	xargs -r -n1 dirname | sort -u)
 # Packages whose host tests boot guests themselves.
-mapfile -t HOST_PKGS < <(grep -rl --include='*_test.go' 'LVMS_UML_TESTS' internal | xargs -r -n1 dirname | sort -u)
+mapfile -t HOST_PKGS < <(grep -rl --include='*_test.go' 'LVMS_UML_TESTS' internal dev/internal | xargs -r -n1 dirname | sort -u)
+
+# go_in runs `go ARGS... ./DIR` in the module DIR belongs to: the product's, or the dev tooling's
+# (dev/) for a directory under dev/.
+go_in() { # dir go-args...
+	local dir="$1"
+	shift
+	if [[ "${dir}" == dev/* ]]; then
+		go -C dev "$@" "./${dir#dev/}"
+	else
+		go "$@" "./${dir}"
+	fi
+}
 
 # Longest first: the guests run PARALLEL at a time, and a long package started last is the run's
 # tail. The seconds each package's guest took in the last full run are kept in the cache; a
@@ -55,14 +67,14 @@ if [[ -s "${SECONDS_FILE}" ]]; then
 fi
 
 log "building umlrun"
-go build -o "${WORK}/umlrun" ./internal/testing/uml/umlrun
+go -C dev build -o "${WORK}/umlrun" ./cmd/umlrun
 
 declare -A RESULT TIMING
 failed=0
 
 build_pkg() { # dir name
 	log "compiling guest tests of ./$1"
-	CGO_ENABLED=0 go test -c -tags guest -o "${WORK}/bin/$2.test" "./$1"
+	CGO_ENABLED=0 go_in "$1" test -c -tags guest -o "${WORK}/bin/$2.test"
 }
 
 run_pkg() { # dir name
@@ -99,7 +111,7 @@ declare -A NAME_OF DIR_OF
 for dir in "${GUEST_PKGS[@]}"; do
 	NAME_OF[${dir}]="${dir//\//_}"
 done
-export -f log build_pkg
+export -f log build_pkg go_in
 export WORK
 for dir in "${GUEST_PKGS[@]}"; do
 	echo "${dir} ${NAME_OF[${dir}]}"
@@ -143,7 +155,7 @@ for dir in "${HOST_PKGS[@]}"; do
 	echo "===== host UML tests ./${dir}"
 	args=(-count=1 -v)
 	[[ -n "${RUN_RE}" ]] && args+=("-run=${RUN_RE}")
-	if LVMS_UML_TESTS=1 go test "${args[@]}" "./${dir}"; then
+	if LVMS_UML_TESTS=1 go_in "${dir}" test "${args[@]}"; then
 		HOST_RESULT[${dir}]=PASS
 	else
 		HOST_RESULT[${dir}]=FAIL

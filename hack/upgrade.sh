@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the upgrade test (test/e2e TestUpgrade, docs/upgrade.md): the previous release of the product,
-# the commit test/e2e/testdata/upgrade-from names (or UPGRADE_FROM), is checked out into the cache
+# Runs the upgrade test (dev/e2e TestUpgrade, docs/upgrade.md): the previous release of the product,
+# the commit dev/e2e/testdata/upgrade-from names (or UPGRADE_FROM), is checked out into the cache
 # and its image built there by its own image builder (under the tag ghcr.io/lvm-operator/lvms:upgrade-from,
 # so that it lives beside this tree's image on the nodes); a fresh 2-node dev cluster comes up without
 # the product, with both images imported; TestUpgrade installs the previous release, creates claims of
@@ -14,7 +14,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 STATE="${UPGRADE_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms/upgrade-cluster}"
-FROM="${UPGRADE_FROM:-$(grep -v '^#' test/e2e/testdata/upgrade-from | head -1)}"
+FROM="${UPGRADE_FROM:-$(grep -v '^#' dev/e2e/testdata/upgrade-from | head -1)}"
 BIN="$(mktemp -d)"
 LVMS_DEV="${BIN}/lvms-dev"
 log() { echo "upgrade: $*" >&2; }
@@ -23,7 +23,7 @@ if ! commit="$(git rev-parse --verify --quiet "${FROM}^{commit}")"; then
 	# A shallow clone may not have it: ask the remote for that one commit.
 	git fetch --quiet --depth=1 origin "${FROM}" >&2 || true
 	commit="$(git rev-parse --verify --quiet "${FROM}^{commit}")" || {
-		log "FAIL: commit ${FROM} (test/e2e/testdata/upgrade-from) is not in this repository's history"
+		log "FAIL: commit ${FROM} (dev/e2e/testdata/upgrade-from) is not in this repository's history"
 		exit 1
 	}
 fi
@@ -55,8 +55,8 @@ log "from ${commit} ($(cat "${OLD_IMAGES}/lvms.digest")) to $(git rev-parse HEAD
 source hack/lib/devcluster.sh
 finish() { devcluster_finish $? "${UPGRADE_KEEP:-}" "${LVMS_DEV}" "${STATE}" "${BIN}" "logs: ${STATE}/logs"; }
 
-go build -o "${LVMS_DEV}" ./cmd/lvms-dev
-go test -tags e2e -c -o "${BIN}/e2e.test" ./test/e2e/
+go -C dev build -o "${LVMS_DEV}" ./cmd/lvms-dev
+go -C dev test -tags e2e -c -o "${BIN}/e2e.test" ./e2e/
 helm="$(bash hack/helm.sh | tail -1)"
 kubectl_bin="$(bash hack/kube-assets.sh | tail -1)/kubectl"
 from_digest="$(cat "${OLD_IMAGES}/lvms.digest")"
@@ -65,7 +65,7 @@ trap finish EXIT
 "${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true
 "${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 4 --disk-size 8 --no-product \
 	--extra-images-dir "${OLD_IMAGES}" >&2
-(cd test/e2e && KUBECTL="${kubectl_bin}" HELM="${helm}" KUBECONFIG="${STATE}/kubeconfig" \
+(cd dev/e2e && KUBECTL="${kubectl_bin}" HELM="${helm}" KUBECONFIG="${STATE}/kubeconfig" \
 	UPGRADE_FROM_DIR="${OLD}" UPGRADE_FROM_DIGEST="${from_digest}" UPGRADE_TO_DIGEST="${to_digest}" \
 	UPGRADE_PATHS="${UPGRADE_PATHS:-helm kustomize}" \
 	"${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${UPGRADE_TIMEOUT:-50m}" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make verify: regenerates code and manifests and fails if anything they produce differs from the
 # tree, then checks the package import graph (docs/import-graph.md), the metric names of the alerts
-# and the dashboard (internal/dev/monitoring), gofmt, go vet, go mod tidy and golangci-lint.
+# and the dashboard (dev/internal/monitoring), gofmt, go vet, go mod tidy and golangci-lint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +36,7 @@ if ! "${kubectl}" kustomize config/default >/dev/null; then
 fi
 
 echo "verify: the product binary holds no development harness and no kubectl plugin" >&2
-if harness="$(go list -deps ./cmd/lvms | grep -E 'internal/dev(/|$)|devcluster|internal/testing|/test/|internal/kubectlplugin|k8s.io/cli-runtime')"; then
+if harness="$(go list -deps ./cmd/lvms | grep -E 'lvm-operator/dev(/|$)|internal/testing|/test/|internal/kubectlplugin|k8s.io/cli-runtime')"; then
 	echo "verify: FAIL: ./cmd/lvms depends on development or test packages:" >&2
 	echo "${harness}" >&2
 	fail=1
@@ -59,7 +59,7 @@ if ! diff -u docs/import-graph.md <(bash hack/import-graph.sh) >"${snapshot}/gra
 fi
 
 echo "verify: the alerts and the dashboard use only exported metric names" >&2
-go test -count=1 ./internal/dev/monitoring/ >&2 || fail=1
+go -C dev test -count=1 ./internal/monitoring/ >&2 || fail=1
 
 echo "verify: gofmt" >&2
 unformatted="$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l)"
@@ -69,21 +69,27 @@ if [[ -n "${unformatted}" ]]; then
 	fail=1
 fi
 
+# Both modules: the product's (the root) and the dev tooling's (dev/).
 echo "verify: go mod tidy" >&2
-if ! go mod tidy -diff >&2; then
-	echo "verify: FAIL: go.mod/go.sum are not tidy; run 'go mod tidy'" >&2
-	fail=1
-fi
+for mod in . dev; do
+	if ! go -C "${mod}" mod tidy -diff >&2; then
+		echo "verify: FAIL: ${mod}/go.mod or go.sum is not tidy; run 'go -C ${mod} mod tidy'" >&2
+		fail=1
+	fi
+done
 
 echo "verify: go vet" >&2
 go vet ./... || fail=1
 go vet -tags guest ./... || fail=1
-go vet -tags e2e ./test/e2e/ || fail=1
-go vet -tags sanity ./test/sanity/ || fail=1
+go -C dev vet ./... || fail=1
+go -C dev vet -tags guest ./... || fail=1
+go -C dev vet -tags e2e ./e2e/ || fail=1
+go -C dev vet -tags sanity ./sanity/ || fail=1
 
 echo "verify: golangci-lint" >&2
 lint="$(bash hack/golangci-lint.sh | tail -1)"
 "${lint}" run ./... || fail=1
+(cd dev && "${lint}" run ./...) || fail=1
 
 if [[ "${fail}" -ne 0 ]]; then
 	echo "verify: FAILED" >&2

@@ -1,5 +1,5 @@
 // Command lvms is the single product binary of the LVM operator: the operator, the node agent,
-// lvmd and the scheduler extender are its subcommands. Development tooling is cmd/lvms-dev.
+// lvmd and the scheduler extender are its subcommands. Development tooling is dev/cmd/lvms-dev.
 package main
 
 import (

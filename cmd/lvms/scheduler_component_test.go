@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/lvm-operator/lvm-operator/internal/dev/kustomize"
 	"github.com/lvm-operator/lvm-operator/internal/operator"
 	"github.com/lvm-operator/lvm-operator/internal/scheduler"
+	"github.com/lvm-operator/lvm-operator/internal/testing/kustomize"
 )
 
 // buildWithSchedulerExtender builds config/default with the scheduler-extender component, as a

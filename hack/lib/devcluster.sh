@@ -1,5 +1,5 @@
 # Shared by the scripts that run a suite on a dev cluster of their own (hack/e2e.sh, hack/upgrade.sh,
-# hack/conformance.sh, test/bench/cluster.sh); sourced, not run. They define log() before calling.
+# hack/conformance.sh, dev/bench/cluster.sh); sourced, not run. They define log() before calling.
 
 # devcluster_finish ends such a run from its EXIT trap: with keep=1 it leaves the cluster up and says
 # how to reach it; otherwise it tears the cluster down, turns anything left of it (process, guest,

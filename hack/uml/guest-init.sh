@@ -1,5 +1,5 @@
 #!/bin/sh
-# Init (PID 1) of a User-mode Linux guest started by internal/testing/uml.
+# Init (PID 1) of a User-mode Linux guest started by dev/internal/uml.
 #
 # The guest's root is the host's "/" over hostfs, read-only. Stage 1 puts a tmpfs overlay on top
 # and pivots into it; stage 2 mounts the pseudo filesystems, loads the device-mapper modules
@@ -8,7 +8,7 @@
 # command from the run spec, prints "GUEST-EXIT=<rc>" (UML itself always exits 0) and powers off.
 #
 # Input: the kernel command line sets LVMS_UML_RUNDIR=<host dir>; that directory holds spec.sh,
-# written by the host (see internal/testing/uml), which calls the functions `share` and `workdir`
+# written by the host (see dev/internal/uml), which calls the functions `share` and `workdir`
 # defined below and ends with `set -- <command and args>`.
 # Markers on the console: GUEST-START (command about to run), GUEST-EXIT=<rc>,
 # GUEST-SETUP-FAILED: <what> (the command never ran).

@@ -3,7 +3,7 @@
 # hack/uml/guest-init.sh: containerd + crun and the real kubelet. See docs/real-nodes.md and
 # PROVING-GROUND §D for why each step is here.
 #
-# Environment (set by internal/devcluster): NODE_NAME, NODE_IP (10.100.0.N, the kubelet's
+# Environment (set by dev/internal/devcluster): NODE_NAME, NODE_IP (10.100.0.N, the kubelet's
 # --node-ip), POD_CIDR, NODE_DIR (host dir with kubeconfig, kubelet.yaml, containerd.toml, cni/),
 # KUBELET, GUESTBRIDGE, API_TARGET (host 127.0.0.1:<apiserver port>), API_PORT (guest port of
 # the bridged apiserver), IMAGES (colon-separated OCI archives to import), LOG_DIR (shared with

@@ -15,7 +15,7 @@
 // hosts where UML's buffer is large enough (no AMX) it only forwards calls.
 //
 // Memory comes from mmap, never the stack: UML kernel stacks are small (16 KiB) and ptrace is
-// called on them. Built by internal/testing/uml at test time with
+// called on them. Built by dev/internal/uml at test time with
 //   gcc -O2 -shared -fPIC -o xstate-shim.so xstate-shim.c
 #define _GNU_SOURCE
 #include <elf.h>

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
-	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
+	"github.com/lvm-operator/lvm-operator/internal/testing/umlguest"
 )
 
 // Guest tests run inside a User-mode Linux guest (hack/test-lvm.sh) as root
@@ -19,7 +19,7 @@ import (
 
 func guestDisks(t *testing.T, n int) []string {
 	t.Helper()
-	return uml.GuestDisks(t, 0, n)
+	return umlguest.Disks(t, 0, n)
 }
 
 type guest struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
+	"github.com/lvm-operator/lvm-operator/internal/testing/umlguest"
 )
 
 // TestGuestRAIDCapacity proves on real lvm2 that a RAID class's capacity is the largest
@@ -136,7 +136,7 @@ func raidLV(name string, size uint64, raid lvmd.RAIDConfig) lvm.LVOptions {
 // use) and removes the VG rvg and their PV labels when the test ends.
 func raidGuestDisks(t *testing.T, h *exec.Host, n int) []string {
 	t.Helper()
-	disks := uml.GuestDisks(t, 2, n)
+	disks := umlguest.Disks(t, 2, n)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -15,7 +15,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
+	"github.com/lvm-operator/lvm-operator/internal/testing/umlguest"
 )
 
 // Guest tests run inside a User-mode Linux guest (hack/test-lvm.sh) as root
@@ -31,7 +31,7 @@ type guestEnv struct {
 
 func newGuestEnv(t *testing.T) *guestEnv {
 	t.Helper()
-	disks := uml.GuestDisks(t, 0, 2)
+	disks := umlguest.Disks(t, 0, 2)
 	h := exec.NewHost()
 	g := &guestEnv{t: t, host: h, lvm: lvm.New(h)}
 	ctx := t.Context()

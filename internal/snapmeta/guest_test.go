@@ -24,7 +24,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
 	"github.com/lvm-operator/lvm-operator/internal/snapmeta"
-	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
+	"github.com/lvm-operator/lvm-operator/internal/testing/umlguest"
 	"github.com/lvm-operator/lvm-operator/internal/thinmeta"
 )
 
@@ -232,7 +232,7 @@ func serve(t *testing.T, srv csi.SnapshotMetadataServer) csi.SnapshotMetadataCli
 // service with classes thin (the pool) and thick on it.
 func guestLVMD(t *testing.T) (*exec.Host, *lvmd.Service) {
 	t.Helper()
-	disks := uml.GuestDisks(t, 0, 2)
+	disks := umlguest.Disks(t, 0, 2)
 	h := exec.NewHost()
 	c := lvm.New(h)
 	ctx := t.Context()

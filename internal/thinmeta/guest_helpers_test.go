@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
-	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
+	"github.com/lvm-operator/lvm-operator/internal/testing/umlguest"
 	"github.com/lvm-operator/lvm-operator/internal/thinmeta"
 )
 
@@ -39,7 +39,7 @@ func newGuest(t *testing.T, opts ...thinmeta.Option) *guest {
 
 func guestDisks(t *testing.T, n int) []string {
 	t.Helper()
-	return uml.GuestDisks(t, 0, n)
+	return umlguest.Disks(t, 0, n)
 }
 
 // sh runs a setup command that must succeed.

@@ -16,7 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/lvm-operator/lvm-operator/internal/dev/kustomize"
+	"github.com/lvm-operator/lvm-operator/internal/testing/kustomize"
 
 	"github.com/lvm-operator/lvm-operator/internal/testing/apiserver"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
+	"github.com/lvm-operator/lvm-operator/internal/testing/umlguest"
 )
 
 // Guest tests run inside a User-mode Linux guest (hack/test-lvm.sh) as root with real lvm2 and
@@ -117,7 +117,7 @@ func killCreate(t *testing.T, h *exec.Host, svc *lvmd.Service, name string, d ti
 // active (as volumes in use do on a node), and an lvmd service with class thin on it.
 func guestLVMD(t *testing.T) (*exec.Host, *lvmd.Service) {
 	t.Helper()
-	disks := uml.GuestDisks(t, 0, 2)
+	disks := umlguest.Disks(t, 0, 2)
 	h := exec.NewHost()
 	c := lvm.New(h)
 	ctx := t.Context()

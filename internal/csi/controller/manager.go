@@ -13,7 +13,7 @@ import (
 
 // AddToManager serves the CSI Identity and Controller services on endpoint (unix://path or a path) as a
 // runnable of mgr, reading through mgr's cache and writing with mgr's client: what `lvms operator` runs
-// for the external-provisioner, resizer and snapshotter sidecars, and what test/sanity runs in a guest.
+// for the external-provisioner, resizer and snapshotter sidecars, and what dev/sanity runs in a guest.
 func AddToManager(ctx context.Context, mgr ctrl.Manager, endpoint string) error {
 	ctl, err := New(ctx, Options{Client: mgr.GetClient(), Cache: mgr.GetCache(), APIReader: mgr.GetAPIReader()})
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
-	"github.com/lvm-operator/lvm-operator/internal/testing/uml"
+	"github.com/lvm-operator/lvm-operator/internal/testing/umlguest"
 )
 
 // Guest tests run inside a User-mode Linux guest (hack/test-lvm.sh) as root with real lvm2,
@@ -47,7 +47,7 @@ type guestNode struct {
 
 func newGuestNode(t *testing.T) *guestNode {
 	t.Helper()
-	disk := uml.GuestDisks(t, 0, 1)[0]
+	disk := umlguest.Disks(t, 0, 1)[0]
 	h := exec.NewHost()
 	ctx := t.Context()
 	t.Cleanup(func() {
