@@ -7,4 +7,7 @@
 // checked before the chunk is written; at every checkpoint the sink is synced, what it wrote since
 // is read back and checked again, and only then does the Progress move on. A copy resumes from the
 // last Progress after either side restarts, re-copying at most one checkpoint's worth.
+//
+// Tokens (Issue, Verifier) authorise one transfer each: signed by the operator's ed25519 key, bound
+// to the source LV, the target LV and the target node, single-use and short-lived.
 package transfer
