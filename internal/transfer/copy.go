@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/lvm-operator/lvm-operator/internal/thinmeta"
 )
@@ -16,10 +17,11 @@ type Range = thinmeta.Range
 // shape of thinmeta.Reader.Allocated); fn's error ends the listing and is returned.
 type Ranges func(fn func(Range) error) error
 
-// Source is the source node's side of a copy: ReadChunk reads r (at most the chunk size) into buf
-// and returns the bytes with their SHA-256.
-type Source interface {
-	ReadChunk(ctx context.Context, r Range, buf []byte) ([]byte, [sha256.Size]byte, error)
+// Chunk is one piece of a transfer: the source's bytes at Offset and their SHA-256.
+type Chunk struct {
+	Offset uint64
+	Data   []byte
+	Sum    [sha256.Size]byte
 }
 
 // Sink is the target node's side of a copy: the device written, read back to verify, and synced.
@@ -36,7 +38,7 @@ type Limiter interface {
 }
 
 // Progress is how far a copy got: every byte below Offset that the copy's ranges cover is in the
-// sink, synced and verified. Bytes counts the bytes copied (a thin volume's allocated bytes), over
+// sink, synced and verified. Bytes counts the bytes written (a thin volume's allocated bytes), over
 // all attempts; Complete is set when every range is.
 type Progress struct {
 	Offset   uint64
@@ -46,9 +48,9 @@ type Progress struct {
 
 // Options tune a copy; the zero value is usable.
 type Options struct {
-	// ChunkBytes is the most one read and one write move (default 4 MiB, a multiple of 4096).
+	// ChunkBytes is the most one chunk carries (default 4 MiB, a multiple of 4096).
 	ChunkBytes uint64
-	// CheckpointBytes is how much is copied between checkpoints (default 256 MiB).
+	// CheckpointBytes is how much is written between checkpoints (default 256 MiB).
 	CheckpointBytes uint64
 	// OnCheckpoint is told each new Progress (to persist it); its error ends the copy.
 	OnCheckpoint func(Progress) error
@@ -67,13 +69,11 @@ var (
 	ErrCorrupt = errors.New("chunk corrupted in transit")
 	// ErrVerify means what the sink holds after a sync differs from what was written.
 	ErrVerify = errors.New("sink verification failed")
-	// ErrRanges means the ranges are not in increasing order without overlaps.
+	// ErrRanges means the ranges (or chunks) are not in increasing order without overlaps.
 	ErrRanges = errors.New("ranges out of order")
 )
 
-// Copy copies ranges from src to dst, starting after from (the Progress of an earlier attempt, or
-// the zero Progress), and returns the Progress reached; on an error that is the last checkpoint.
-func Copy(ctx context.Context, ranges Ranges, from Progress, src Source, dst Sink, o Options) (Progress, error) {
+func (o Options) withDefaults() (Options, error) {
 	if o.ChunkBytes == 0 {
 		o.ChunkBytes = defaultChunk
 	}
@@ -81,32 +81,65 @@ func Copy(ctx context.Context, ranges Ranges, from Progress, src Source, dst Sin
 		o.CheckpointBytes = defaultCheckpoint
 	}
 	if o.ChunkBytes%alignment != 0 {
-		return from, fmt.Errorf("copy: chunk size %d is not a multiple of %d", o.ChunkBytes, alignment)
+		return o, fmt.Errorf("chunk size %d is not a multiple of %d", o.ChunkBytes, alignment)
 	}
-	c := &copier{src: src, dst: dst, o: o, done: from, buf: make([]byte, o.ChunkBytes)}
-	if from.Complete {
-		return from, nil
-	}
-	if err := ranges(func(r Range) error { return c.copyRange(ctx, r) }); err != nil {
-		return c.done, err
-	}
-	if err := c.checkpoint(); err != nil {
-		return c.done, err
-	}
-	c.done.Complete = true
-	return c.done, c.notify()
+	return o, nil
 }
 
-// copier is one run of Copy.
-type copier struct {
-	src  Source
+// Send is the source node's side: it reads the part of ranges at or above from out of src in chunks
+// of at most chunkBytes and hands each to emit, which must not keep its Data (the buffer is reused).
+func Send(ctx context.Context, ranges Ranges, from uint64, src io.ReaderAt, chunkBytes uint64,
+	emit func(Chunk) error,
+) error {
+	buf := make([]byte, chunkBytes)
+	var last uint64
+	return ranges(func(r Range) error {
+		if r.Offset < last {
+			return fmt.Errorf("%w: %s starts before %d", ErrRanges, r, last)
+		}
+		last = r.End()
+		for off := max(r.Offset, from); off < r.End(); off += chunkBytes {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			data := buf[:min(chunkBytes, r.End()-off)]
+			if err := readFull(src, data, off); err != nil {
+				return fmt.Errorf("read %d+%d: %w", off, len(data), err)
+			}
+			if err := emit(Chunk{Offset: off, Data: data, Sum: sha256.Sum256(data)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Copy copies ranges from src to dst in one process (Send into a Receiver), starting after from (the
+// Progress of an earlier attempt, or the zero Progress), and returns the Progress reached; on an
+// error that is the last checkpoint.
+func Copy(ctx context.Context, ranges Ranges, from Progress, src io.ReaderAt, dst Sink, o Options) (Progress, error) {
+	r, err := NewReceiver(dst, from, o)
+	if err != nil || from.Complete {
+		return from, err
+	}
+	if err := Send(ctx, ranges, from.Offset, src, r.o.ChunkBytes, func(c Chunk) error {
+		return r.Write(ctx, c)
+	}); err != nil {
+		return r.done, err
+	}
+	return r.Finish()
+}
+
+// Receiver is the target node's side of a copy: it writes the chunks it is given into the sink and
+// checkpoints.
+type Receiver struct {
 	dst  Sink
 	o    Options
 	buf  []byte
 	done Progress
-	// last is the end of the last range listed; pending are the chunks written since the last
-	// checkpoint, with their checksums, and pendingBytes their bytes.
-	last         uint64
+	// next is the lowest offset the next chunk may start at; pending are the chunks written since
+	// the last checkpoint, with their checksums, and pendingBytes their bytes.
+	next         uint64
 	pending      []written
 	pendingBytes uint64
 }
@@ -116,82 +149,82 @@ type written struct {
 	sum [sha256.Size]byte
 }
 
-// copyRange copies the part of r at or above the Progress the copy started from, chunk by chunk.
-func (c *copier) copyRange(ctx context.Context, r Range) error {
-	if r.Offset < c.last {
-		return fmt.Errorf("%w: %s starts before %d", ErrRanges, r, c.last)
+// NewReceiver returns a Receiver writing into dst, going on from the Progress of an earlier
+// attempt (or the zero Progress).
+func NewReceiver(dst Sink, from Progress, o Options) (*Receiver, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("copy: %w", err)
 	}
-	c.last = r.End()
-	if r.End() <= c.done.Offset {
-		return nil
+	return &Receiver{dst: dst, o: o, done: from, next: from.Offset, buf: make([]byte, o.ChunkBytes)}, nil
+}
+
+// Write checks c against its checksum and writes it; chunks come in increasing order, at or after
+// the Progress the receiver started from.
+func (r *Receiver) Write(ctx context.Context, c Chunk) error {
+	rg := Range{Offset: c.Offset, Length: uint64(len(c.Data))}
+	switch {
+	case c.Offset < r.next:
+		return fmt.Errorf("%w: chunk %s before %d", ErrRanges, rg, r.next)
+	case rg.Length == 0 || rg.Length > r.o.ChunkBytes:
+		return fmt.Errorf("chunk %s: length not in 1..%d", rg, r.o.ChunkBytes)
+	case sha256.Sum256(c.Data) != c.Sum:
+		return fmt.Errorf("%s: %w", rg, ErrCorrupt)
 	}
-	if r.Offset < c.done.Offset {
-		r = Range{Offset: c.done.Offset, Length: r.End() - c.done.Offset}
-	}
-	for off := r.Offset; off < r.End(); off += c.o.ChunkBytes {
-		chunk := Range{Offset: off, Length: min(c.o.ChunkBytes, r.End()-off)}
-		if err := c.copyChunk(ctx, chunk); err != nil {
+	if r.o.Limit != nil {
+		if err := r.o.Limit.WaitN(ctx, len(c.Data)); err != nil {
 			return err
 		}
+	}
+	if _, err := r.dst.WriteAt(c.Data, int64(c.Offset)); err != nil {
+		return fmt.Errorf("write %s: %w", rg, err)
+	}
+	r.next = rg.End()
+	r.pending = append(r.pending, written{r: rg, sum: c.Sum})
+	r.pendingBytes += rg.Length
+	r.done.Bytes += rg.Length
+	if r.pendingBytes >= r.o.CheckpointBytes {
+		return r.checkpoint()
 	}
 	return nil
 }
 
-// copyChunk moves one chunk and checkpoints when enough is pending.
-func (c *copier) copyChunk(ctx context.Context, r Range) error {
-	if err := ctx.Err(); err != nil {
-		return err
+// Finish checkpoints what is pending and marks the copy complete: call it when the source has sent
+// every chunk.
+func (r *Receiver) Finish() (Progress, error) {
+	if err := r.checkpoint(); err != nil {
+		return r.done, err
 	}
-	data, sum, err := c.src.ReadChunk(ctx, r, c.buf)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", r, err)
-	}
-	if uint64(len(data)) != r.Length || sha256.Sum256(data) != sum {
-		return fmt.Errorf("%s: %w", r, ErrCorrupt)
-	}
-	if c.o.Limit != nil {
-		if err := c.o.Limit.WaitN(ctx, len(data)); err != nil {
-			return err
-		}
-	}
-	if _, err := c.dst.WriteAt(data, int64(r.Offset)); err != nil {
-		return fmt.Errorf("write %s: %w", r, err)
-	}
-	c.pending = append(c.pending, written{r: r, sum: sum})
-	c.pendingBytes += r.Length
-	c.done.Bytes += r.Length
-	if c.pendingBytes >= c.o.CheckpointBytes {
-		return c.checkpoint()
-	}
-	return nil
+	r.done.Complete = true
+	return r.done, r.notify()
 }
 
 // checkpoint syncs the sink, reads back and checks what was written since the last checkpoint,
 // and moves the Progress past it.
-func (c *copier) checkpoint() error {
-	if len(c.pending) == 0 {
+func (r *Receiver) checkpoint() error {
+	if len(r.pending) == 0 {
 		return nil
 	}
-	if err := c.dst.Sync(); err != nil {
+	if err := r.dst.Sync(); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
-	for _, w := range c.pending {
-		buf := c.buf[:w.r.Length]
-		if err := readFull(c.dst, buf, w.r.Offset); err != nil {
+	for _, w := range r.pending {
+		buf := r.buf[:w.r.Length]
+		if err := readFull(r.dst, buf, w.r.Offset); err != nil {
 			return fmt.Errorf("read back %s: %w", w.r, err)
 		}
 		if sha256.Sum256(buf) != w.sum {
 			return fmt.Errorf("%s: %w", w.r, ErrVerify)
 		}
 	}
-	c.done.Offset = c.pending[len(c.pending)-1].r.End()
-	c.pending, c.pendingBytes = c.pending[:0], 0
-	return c.notify()
+	r.done.Offset = r.pending[len(r.pending)-1].r.End()
+	r.pending, r.pendingBytes = r.pending[:0], 0
+	return r.notify()
 }
 
-func (c *copier) notify() error {
-	if c.o.OnCheckpoint == nil {
+func (r *Receiver) notify() error {
+	if r.o.OnCheckpoint == nil {
 		return nil
 	}
-	return c.o.OnCheckpoint(c.done)
+	return r.o.OnCheckpoint(r.done)
 }

@@ -3,6 +3,7 @@ package transfer_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -72,7 +73,7 @@ func checkCopied(t *testing.T, src, dst *os.File, size uint64, rs []transfer.Ran
 func TestCopyMovesTheRangesOnly(t *testing.T) {
 	src, dst := device(t, "src", 16*mib, true), device(t, "dst", 16*mib, false)
 	var checkpoints []transfer.Progress
-	p, err := transfer.Copy(t.Context(), list(allocated...), transfer.Progress{}, transfer.ReaderSource{R: src}, dst,
+	p, err := transfer.Copy(t.Context(), list(allocated...), transfer.Progress{}, src, dst,
 		transfer.Options{ChunkBytes: mib, CheckpointBytes: 2 * mib, OnCheckpoint: func(p transfer.Progress) error {
 			checkpoints = append(checkpoints, p)
 			return nil
@@ -95,22 +96,22 @@ func TestCopyMovesTheRangesOnly(t *testing.T) {
 	checkCopied(t, src, dst, 16*mib, allocated)
 }
 
-// stopAfter is a source that fails after n chunks, as a source agent that is killed.
+// stopAfter is a source device that fails after n reads, as a source agent that is killed.
 type stopAfter struct {
-	transfer.ReaderSource
+	*os.File
 	n, read int
 	bytes   uint64
 }
 
 var errKilled = errors.New("source agent gone")
 
-func (s *stopAfter) ReadChunk(ctx context.Context, r transfer.Range, buf []byte) ([]byte, [32]byte, error) {
+func (s *stopAfter) ReadAt(p []byte, off int64) (int, error) {
 	if s.read == s.n {
-		return nil, [32]byte{}, errKilled
+		return 0, errKilled
 	}
 	s.read++
-	s.bytes += r.Length
-	return s.ReaderSource.ReadChunk(ctx, r, buf)
+	s.bytes += uint64(len(p))
+	return s.File.ReadAt(p, off)
 }
 
 // TestCopyResumes: an interrupted copy goes on from its last checkpoint, re-copying only what came
@@ -118,12 +119,12 @@ func (s *stopAfter) ReadChunk(ctx context.Context, r transfer.Range, buf []byte)
 func TestCopyResumes(t *testing.T) {
 	src, dst := device(t, "src", 16*mib, true), device(t, "dst", 16*mib, false)
 	o := transfer.Options{ChunkBytes: mib, CheckpointBytes: 2 * mib}
-	first := &stopAfter{ReaderSource: transfer.ReaderSource{R: src}, n: 5}
+	first := &stopAfter{File: src, n: 5}
 	p, err := transfer.Copy(t.Context(), list(allocated...), transfer.Progress{}, first, dst, o)
 	if !errors.Is(err, errKilled) || p.Complete || p.Offset == 0 {
 		t.Fatalf("interrupted copy: %+v, %v; want a checkpoint and the source's error", p, err)
 	}
-	second := &stopAfter{ReaderSource: transfer.ReaderSource{R: src}, n: -1}
+	second := &stopAfter{File: src, n: -1}
 	done, err := transfer.Copy(t.Context(), list(allocated...), p, second, dst, o)
 	if err != nil || !done.Complete {
 		t.Fatalf("resumed copy: %+v, %v", done, err)
@@ -140,15 +141,6 @@ func TestCopyResumes(t *testing.T) {
 	}
 }
 
-// corrupting is a source whose checksum does not match the bytes it sends.
-type corrupting struct{ transfer.ReaderSource }
-
-func (s corrupting) ReadChunk(ctx context.Context, r transfer.Range, buf []byte) ([]byte, [32]byte, error) {
-	data, sum, err := s.ReaderSource.ReadChunk(ctx, r, buf)
-	data[0] ^= 1
-	return data, sum, err
-}
-
 // forgetful is a sink that loses every write (a device that fails silently).
 type forgetful struct{ *os.File }
 
@@ -156,40 +148,46 @@ func (f forgetful) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil 
 
 func TestCopyRefusesWhatDoesNotVerify(t *testing.T) {
 	src := device(t, "src", 4*mib, true)
-	tests := []struct {
-		name string
-		src  transfer.Source
-		dst  transfer.Sink
-		want error
-	}{
-		{"corrupted in transit", corrupting{transfer.ReaderSource{R: src}}, device(t, "a", 4*mib, false),
-			transfer.ErrCorrupt},
-		{
-			"lost by the sink",
-			transfer.ReaderSource{R: src},
-			forgetful{device(t, "b", 4*mib, false)},
-			transfer.ErrVerify,
-		},
+	// Lost by the sink: found when it is read back at the checkpoint.
+	p, err := transfer.Copy(t.Context(), list(transfer.Range{Length: 4 * mib}), transfer.Progress{}, src,
+		forgetful{device(t, "b", 4*mib, false)}, transfer.Options{ChunkBytes: mib})
+	if !errors.Is(err, transfer.ErrVerify) || p.Offset != 0 || p.Complete {
+		t.Errorf("a sink that loses writes: %+v, %v; want no progress and ErrVerify", p, err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := transfer.Copy(t.Context(), list(transfer.Range{Length: 4 * mib}), transfer.Progress{}, tt.src,
-				tt.dst, transfer.Options{ChunkBytes: mib})
-			if !errors.Is(err, tt.want) || p.Offset != 0 || p.Complete {
-				t.Errorf("%+v, %v; want no progress and %v", p, err, tt.want)
-			}
-		})
+	// Corrupted in transit: the receiver refuses the chunk before it writes it.
+	dst := device(t, "a", 4*mib, false)
+	r, err := transfer.NewReceiver(dst, transfer.Progress{}, transfer.Options{ChunkBytes: mib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = transfer.Send(t.Context(), list(transfer.Range{Length: 4 * mib}), 0, src, mib, func(c transfer.Chunk) error {
+		c.Data[7] ^= 1
+		return r.Write(t.Context(), c)
+	})
+	if !errors.Is(err, transfer.ErrCorrupt) {
+		t.Errorf("a chunk corrupted in transit: %v, want ErrCorrupt", err)
+	}
+	checkCopied(t, src, dst, 4*mib, nil)
+	// Out of order.
+	c := transfer.Chunk{Offset: 8192, Data: make([]byte, 4096)}
+	c.Sum = sha256.Sum256(c.Data)
+	if err := r.Write(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	c.Offset = 0
+	if err := r.Write(t.Context(), c); !errors.Is(err, transfer.ErrRanges) {
+		t.Errorf("a chunk before the last one: %v, want ErrRanges", err)
 	}
 }
 
 func TestCopyRefusesRangesOutOfOrder(t *testing.T) {
 	src, dst := device(t, "src", 4*mib, true), device(t, "dst", 4*mib, false)
 	_, err := transfer.Copy(t.Context(), list(transfer.Range{Offset: mib, Length: mib}, transfer.Range{Length: mib}),
-		transfer.Progress{}, transfer.ReaderSource{R: src}, dst, transfer.Options{})
+		transfer.Progress{}, src, dst, transfer.Options{})
 	if !errors.Is(err, transfer.ErrRanges) {
 		t.Errorf("ranges out of order: %v", err)
 	}
-	if _, err := transfer.Copy(t.Context(), list(), transfer.Progress{}, transfer.ReaderSource{R: src}, dst,
+	if _, err := transfer.Copy(t.Context(), list(), transfer.Progress{}, src, dst,
 		transfer.Options{ChunkBytes: 1000}); err == nil {
 		t.Error("a chunk size that is not a multiple of 4096 was accepted")
 	}
@@ -206,7 +204,7 @@ func (c *counter) WaitN(_ context.Context, n int) error {
 func TestCopyWaitsForTheLimiter(t *testing.T) {
 	src, dst := device(t, "src", 16*mib, true), device(t, "dst", 16*mib, false)
 	l := &counter{}
-	p, err := transfer.Copy(t.Context(), list(allocated...), transfer.Progress{}, transfer.ReaderSource{R: src}, dst,
+	p, err := transfer.Copy(t.Context(), list(allocated...), transfer.Progress{}, src, dst,
 		transfer.Options{Limit: l})
 	if err != nil || uint64(l.n) != p.Bytes {
 		t.Errorf("limiter asked for %d bytes, copy moved %d (%v)", l.n, p.Bytes, err)
@@ -219,7 +217,7 @@ func BenchmarkCopy(b *testing.B) {
 	b.SetBytes(int64(size))
 	for b.Loop() {
 		if _, err := transfer.Copy(b.Context(), list(transfer.Range{Length: size}), transfer.Progress{},
-			transfer.ReaderSource{R: src}, dst, transfer.Options{}); err != nil {
+			src, dst, transfer.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,12 +1,13 @@
 // Package transfer moves a volume's data from one node to another: what restore, clone, move and
 // evacuate across nodes build on (docs/mobility.md when it lands; issue 41).
 //
-// This first part is the copy engine. Copy moves the byte ranges a source lists (a thin snapshot's
-// allocated ranges, from thinmeta, or the whole device of a thick one) in chunks from a Source (the
-// source node's side) to a Sink (the target's): each chunk's SHA-256 travels with it and is
-// checked before the chunk is written; at every checkpoint the sink is synced, what it wrote since
-// is read back and checked again, and only then does the Progress move on. A copy resumes from the
-// last Progress after either side restarts, re-copying at most one checkpoint's worth.
+// The copy engine has two halves, one per node. Send (the source node's side) reads the byte ranges
+// a source lists (a thin snapshot's allocated ranges, from thinmeta, or the whole device of a thick
+// one) in chunks, each with its SHA-256; a Receiver (the target's) checks each chunk before it
+// writes it into the Sink, and at every checkpoint syncs the sink, reads back and checks what it
+// wrote since, and only then moves the Progress on. A copy resumes from the last Progress after
+// either side restarts (Send from its Offset), re-copying at most one checkpoint's worth. Copy is
+// both halves in one process.
 //
 // Tokens (Issue, Verifier) authorise one transfer each: signed by the operator's ed25519 key, bound
 // to the source LV, the target LV and the target node, single-use and short-lived.
