@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the Go code of lvmd's gRPC API (internal/lvmd/proto/*.pb.go) from
-# internal/lvmd/proto/lvmd.proto. protoc comes from Debian (installed here when
+# Regenerates the Go code of the gRPC APIs (internal/lvmd/proto/*.pb.go from lvmd.proto,
+# internal/transfer/proto/*.pb.go from transfer.proto). protoc comes from Debian (installed here when
 # missing); protoc-gen-go and protoc-gen-go-grpc are `go tool` dependencies
 # pinned in go.mod, so the output depends only on go.mod and protoc's version.
 set -euo pipefail
@@ -23,12 +23,15 @@ trap 'rm -rf "${BIN}"' EXIT
 go build -o "${BIN}/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go
 go build -o "${BIN}/protoc-gen-go-grpc" google.golang.org/grpc/cmd/protoc-gen-go-grpc
 
-PROTO_DIR=internal/lvmd/proto
-protoc \
-	--plugin=protoc-gen-go="${BIN}/protoc-gen-go" \
-	--plugin=protoc-gen-go-grpc="${BIN}/protoc-gen-go-grpc" \
-	--proto_path="${ROOT}/${PROTO_DIR}" \
-	--go_out="${ROOT}/${PROTO_DIR}" --go_opt=paths=source_relative \
-	--go-grpc_out="${ROOT}/${PROTO_DIR}" --go-grpc_opt=paths=source_relative \
-	"${ROOT}/${PROTO_DIR}/lvmd.proto"
-echo "protoc.sh: generated $(cd "${PROTO_DIR}" && ls ./*.pb.go | tr '\n' ' ')" >&2
+# Every API: lvmd's (the node agent and `lvms lvmd`) and transfer's (node agent to node agent).
+for PROTO in internal/lvmd/proto/lvmd.proto internal/transfer/proto/transfer.proto; do
+	PROTO_DIR="$(dirname "${PROTO}")"
+	protoc \
+		--plugin=protoc-gen-go="${BIN}/protoc-gen-go" \
+		--plugin=protoc-gen-go-grpc="${BIN}/protoc-gen-go-grpc" \
+		--proto_path="${ROOT}/${PROTO_DIR}" \
+		--go_out="${ROOT}/${PROTO_DIR}" --go_opt=paths=source_relative \
+		--go-grpc_out="${ROOT}/${PROTO_DIR}" --go-grpc_opt=paths=source_relative \
+		"${ROOT}/${PROTO}"
+	echo "protoc.sh: generated $(cd "${PROTO_DIR}" && ls ./*.pb.go | tr '\n' ' ')" >&2
+done

@@ -48,7 +48,8 @@ type Progress struct {
 
 // Options tune a copy; the zero value is usable.
 type Options struct {
-	// ChunkBytes is the most one chunk carries (default 4 MiB, a multiple of 4096).
+	// ChunkBytes is the most one chunk carries (default 1 MiB, a multiple of 4096; gRPC refuses
+	// messages above 4 MiB by default).
 	ChunkBytes uint64
 	// CheckpointBytes is how much is written between checkpoints (default 256 MiB).
 	CheckpointBytes uint64
@@ -59,7 +60,7 @@ type Options struct {
 }
 
 const (
-	defaultChunk      = 4 << 20
+	defaultChunk      = 1 << 20
 	defaultCheckpoint = 256 << 20
 	alignment         = 4096
 )

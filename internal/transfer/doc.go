@@ -11,4 +11,8 @@
 //
 // Tokens (Issue, Verifier) authorise one transfer each: signed by the operator's ed25519 key, bound
 // to the source LV, the target LV and the target node, single-use and short-lived.
+//
+// The channel (proto/transfer.proto): the source node's agent serves Read (Server) over mutual TLS
+// to the target node's agent (Fetch), which is known by its certificate's node name; the operator
+// issuing those certificates and the tokens, and the agents using the channel, are to come.
 package transfer

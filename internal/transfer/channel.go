@@ -1,0 +1,127 @@
+package transfer
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	transferpb "github.com/lvm-operator/lvm-operator/internal/transfer/proto"
+)
+
+// OpenFunc opens a transfer's source LV on the source node: its ranges (the allocated ones of a thin
+// snapshot, or the whole device) and its device, which release lets go of. An LV that does not exist
+// is an error wrapping ErrNotFound.
+type OpenFunc func(ctx context.Context, v Volume) (ranges Ranges, dev io.ReaderAt, release func() error, err error)
+
+// maxWireChunk is the largest chunk the service sends: a message of it stays below gRPC's default
+// limit of 4 MiB.
+const maxWireChunk = 4<<20 - 4096
+
+// ErrNotFound means a transfer's source LV does not exist.
+var ErrNotFound = errors.New("source volume not found")
+
+// Server is the source node's Transfer service. It must be served over TLS that requires and
+// verifies client certificates issued by the operator: the client's node is the CommonName of its
+// verified certificate.
+type Server struct {
+	transferpb.UnimplementedTransferServer
+	verifier *Verifier
+	open     OpenFunc
+}
+
+// NewServer returns the Transfer service of a node: v checks the tokens, open opens the source LVs.
+func NewServer(v *Verifier, open OpenFunc) *Server {
+	return &Server{verifier: v, open: open}
+}
+
+// Read implements transferpb.TransferServer.
+func (s *Server) Read(req *transferpb.ReadRequest, stream transferpb.Transfer_ReadServer) error {
+	ctx := stream.Context()
+	node, err := peerNode(ctx)
+	if err != nil {
+		return status.Error(codes.Unauthenticated, err.Error())
+	}
+	o, err := Options{ChunkBytes: req.GetChunkBytes()}.withDefaults()
+	if err == nil && o.ChunkBytes > maxWireChunk {
+		err = fmt.Errorf("chunk size %d is above %d (gRPC's default message limit)", o.ChunkBytes, maxWireChunk)
+	}
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	claims, err := s.verifier.Accept(req.GetToken(), node)
+	if err != nil {
+		return status.Error(codes.PermissionDenied, err.Error())
+	}
+	ranges, dev, closeDev, err := s.open(ctx, claims.Source)
+	if errors.Is(err, ErrNotFound) {
+		return status.Error(codes.NotFound, err.Error())
+	}
+	if err != nil {
+		return status.Errorf(codes.Internal, "open %s/%s: %v", claims.Source.VG, claims.Source.LV, err)
+	}
+	defer func() { _ = closeDev() }()
+	err = Send(ctx, ranges, req.GetFromOffset(), dev, o.ChunkBytes, func(c Chunk) error {
+		return stream.Send(&transferpb.Chunk{Offset: c.Offset, Data: c.Data, Sha256: c.Sum[:]})
+	})
+	if err != nil {
+		return status.Errorf(codes.Internal, "send %s/%s: %v", claims.Source.VG, claims.Source.LV, err)
+	}
+	return nil
+}
+
+// peerNode returns the node of the client: the CommonName of its verified TLS certificate.
+func peerNode(ctx context.Context) (string, error) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return "", errors.New("no peer")
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.VerifiedChains[0]) == 0 {
+		return "", errors.New("no verified client certificate")
+	}
+	node := info.State.VerifiedChains[0][0].Subject.CommonName
+	if node == "" {
+		return "", errors.New("the client certificate names no node")
+	}
+	return node, nil
+}
+
+// Fetch is the target node's side: it reads the transfer token grants from the source node's
+// Transfer service, from the Progress of an earlier attempt on, into dst, and returns the Progress
+// reached (on an error, the last checkpoint).
+func Fetch(ctx context.Context, c transferpb.TransferClient, token string, from Progress, dst Sink, o Options,
+) (Progress, error) {
+	r, err := NewReceiver(dst, from, o)
+	if err != nil || from.Complete {
+		return from, err
+	}
+	stream, err := c.Read(ctx, &transferpb.ReadRequest{Token: token, FromOffset: from.Offset,
+		ChunkBytes: r.o.ChunkBytes})
+	if err != nil {
+		return from, fmt.Errorf("fetch: %w", err)
+	}
+	for {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return r.Finish()
+		}
+		if err != nil {
+			return r.done, fmt.Errorf("fetch: %w", err)
+		}
+		var sum [sha256.Size]byte
+		if len(msg.GetSha256()) != len(sum) {
+			return r.done, fmt.Errorf("fetch: chunk at %d: %w", msg.GetOffset(), ErrCorrupt)
+		}
+		copy(sum[:], msg.GetSha256())
+		if err := r.Write(ctx, Chunk{Offset: msg.GetOffset(), Data: msg.GetData(), Sum: sum}); err != nil {
+			return r.done, fmt.Errorf("fetch: %w", err)
+		}
+	}
+}
