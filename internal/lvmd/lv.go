@@ -318,4 +318,3 @@ func (s *Service) releaseLocked(c *change) {
 	}
 }
 
-func dmPath(vg, lv string) string { return lvm.DMPath(vg, lv) }

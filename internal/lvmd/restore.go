@@ -34,7 +34,7 @@ func (s *Service) restoreByCopy(ctx context.Context, dc *DeviceClass, req Snapsh
 	if err != nil {
 		return LV{}, fmt.Errorf("restore snapshot %s into %s: %w", req.Source, req.Name, err)
 	}
-	src, dst := dmPath(lv.VolumeGroup, req.Source), dmPath(lv.VolumeGroup, tmp)
+	src, dst := lvm.DMPath(lv.VolumeGroup, req.Source), lvm.DMPath(lv.VolumeGroup, tmp)
 	if err := s.copyDevice(ctx, src, dst); err != nil {
 		return LV{}, fmt.Errorf("restore snapshot %s into %s: %w", req.Source, req.Name, err)
 	}
