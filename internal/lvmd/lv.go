@@ -317,4 +317,3 @@ func (s *Service) releaseLocked(c *change) {
 		s.res.pool[c.poolKey] = sub(s.res.pool[c.poolKey], c.virtual)
 	}
 }
-
