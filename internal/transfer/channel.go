@@ -15,10 +15,31 @@ import (
 	transferpb "github.com/lvm-operator/lvm-operator/internal/transfer/proto"
 )
 
-// OpenFunc opens a transfer's source LV on the source node: its ranges (the allocated ones of a thin
-// snapshot, or the whole device) and its device, which release lets go of. An LV that does not exist
-// is an error wrapping ErrNotFound.
-type OpenFunc func(ctx context.Context, v Volume) (ranges Ranges, dev io.ReaderAt, release func() error, err error)
+// Source is a transfer's source LV, opened on the source node.
+type Source struct {
+	// Ranges lists what the copy moves: the allocated ranges of a thin LV, or the whole device.
+	Ranges Ranges
+	// Size is the LV's size in bytes.
+	Size uint64
+	// Dev reads the LV's device.
+	Dev io.ReaderAt
+	// Release lets go of the device (and of whatever opening it took, such as an activation).
+	Release func() error
+}
+
+// OpenFunc opens a transfer's source LV on the source node. An LV that does not exist is an error
+// wrapping ErrNotFound.
+type OpenFunc func(ctx context.Context, v Volume) (Source, error)
+
+// Whole lists one range: the size bytes of a whole device.
+func Whole(size uint64) Ranges {
+	return func(fn func(Range) error) error {
+		if size == 0 {
+			return nil
+		}
+		return fn(Range{Length: size})
+	}
+}
 
 // maxWireChunk is the largest chunk the service sends: a message of it stays below gRPC's default
 // limit of 4 MiB.
@@ -59,15 +80,19 @@ func (s *Server) Read(req *transferpb.ReadRequest, stream transferpb.Transfer_Re
 	if err != nil {
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
-	ranges, dev, closeDev, err := s.open(ctx, claims.Source)
+	src, err := s.open(ctx, claims.Source)
 	if errors.Is(err, ErrNotFound) {
 		return status.Error(codes.NotFound, err.Error())
 	}
 	if err != nil {
 		return status.Errorf(codes.Internal, "open %s/%s: %v", claims.Source.VG, claims.Source.LV, err)
 	}
-	defer func() { _ = closeDev() }()
-	err = Send(ctx, ranges, req.GetFromOffset(), dev, o.ChunkBytes, func(c Chunk) error {
+	defer func() { _ = src.Release() }()
+	ranges := src.Ranges
+	if req.GetDense() {
+		ranges = Whole(src.Size)
+	}
+	err = Send(ctx, ranges, req.GetFromOffset(), src.Dev, o.ChunkBytes, func(c Chunk) error {
 		return stream.Send(&transferpb.Chunk{Offset: c.Offset, Data: c.Data, Sha256: c.Sum[:]})
 	})
 	if err != nil {
@@ -103,7 +128,7 @@ func Fetch(ctx context.Context, c transferpb.TransferClient, token string, from 
 		return from, err
 	}
 	stream, err := c.Read(ctx, &transferpb.ReadRequest{Token: token, FromOffset: from.Offset,
-		ChunkBytes: r.o.ChunkBytes})
+		ChunkBytes: r.o.ChunkBytes, Dense: o.Dense})
 	if err != nil {
 		return from, fmt.Errorf("fetch: %w", err)
 	}

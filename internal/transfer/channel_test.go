@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"os"
@@ -90,15 +89,16 @@ func (f countingFile) ReadAt(p []byte, off int64) (int, error) {
 func serve(t *testing.T, p *pki, v *transfer.Verifier, src *os.File) (string, func() []uint64) {
 	var mu sync.Mutex
 	var calls []*atomic.Uint64
-	open := func(_ context.Context, vol transfer.Volume) (transfer.Ranges, io.ReaderAt, func() error, error) {
+	open := func(_ context.Context, vol transfer.Volume) (transfer.Source, error) {
 		if vol.VG != "vg" || vol.LV != "snap" {
-			return nil, nil, nil, fmt.Errorf("%w: %s/%s", transfer.ErrNotFound, vol.VG, vol.LV)
+			return transfer.Source{}, fmt.Errorf("%w: %s/%s", transfer.ErrNotFound, vol.VG, vol.LV)
 		}
 		n := new(atomic.Uint64)
 		mu.Lock()
 		calls = append(calls, n)
 		mu.Unlock()
-		return list(allocated...), countingFile{File: src, bytes: n}, func() error { return nil }, nil
+		return transfer.Source{Ranges: list(allocated...), Size: 16 * mib, Dev: countingFile{File: src, bytes: n},
+			Release: func() error { return nil }}, nil
 	}
 	creds := credentials.NewTLS(&tls.Config{
 		Certificates: []tls.Certificate{p.issue("node-a", x509.ExtKeyUsageServerAuth)},
@@ -175,6 +175,14 @@ func TestChannel(t *testing.T) {
 			r, total)
 	}
 	checkCopied(t, src, dst, 16*mib, allocated)
+
+	// A dense fetch (for a thick target) moves every byte of the source, holes too.
+	whole := device(t, "whole", 16*mib, false)
+	if done, err := transfer.Fetch(ctx, nodeB, token("snap"), transfer.Progress{}, whole,
+		transfer.Options{Dense: true}); err != nil || !done.Complete || done.Bytes != 16*mib {
+		t.Fatalf("dense fetch: %+v, %v; want all %d bytes", done, err, 16*mib)
+	}
+	checkCopied(t, src, whole, 16*mib, []transfer.Range{{Length: 16 * mib}})
 
 	tok := token("snap")
 	for name, tc := range map[string]struct {

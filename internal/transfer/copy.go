@@ -57,6 +57,9 @@ type Options struct {
 	OnCheckpoint func(Progress) error
 	// Limit, if set, is waited on for every chunk.
 	Limit Limiter
+	// Dense asks the source (Fetch) for every byte, not only its allocated ranges: for a target whose
+	// unwritten bytes do not read as zeros (a thick LV), so that none of a previous tenant's show.
+	Dense bool
 }
 
 const (

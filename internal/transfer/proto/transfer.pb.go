@@ -27,7 +27,10 @@ type ReadRequest struct {
 	// from_offset is the Progress of an earlier attempt: chunks below it are not sent.
 	FromOffset uint64 `protobuf:"varint,2,opt,name=from_offset,json=fromOffset,proto3" json:"from_offset,omitempty"`
 	// chunk_bytes is the most one chunk carries (a multiple of 4096, at most 4 MiB - 4 KiB; 0: 1 MiB).
-	ChunkBytes    uint64 `protobuf:"varint,3,opt,name=chunk_bytes,json=chunkBytes,proto3" json:"chunk_bytes,omitempty"`
+	ChunkBytes uint64 `protobuf:"varint,3,opt,name=chunk_bytes,json=chunkBytes,proto3" json:"chunk_bytes,omitempty"`
+	// dense asks for every byte of the source, not only its allocated ranges: for a target whose
+	// unwritten bytes do not read as zeros (a thick LV).
+	Dense         bool `protobuf:"varint,4,opt,name=dense,proto3" json:"dense,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -81,6 +84,13 @@ func (x *ReadRequest) GetChunkBytes() uint64 {
 		return x.ChunkBytes
 	}
 	return 0
+}
+
+func (x *ReadRequest) GetDense() bool {
+	if x != nil {
+		return x.Dense
+	}
+	return false
 }
 
 type Chunk struct {
@@ -148,13 +158,14 @@ var File_transfer_proto protoreflect.FileDescriptor
 
 const file_transfer_proto_rawDesc = "" +
 	"\n" +
-	"\x0etransfer.proto\x12\x10lvms.transfer.v1\"e\n" +
+	"\x0etransfer.proto\x12\x10lvms.transfer.v1\"{\n" +
 	"\vReadRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1f\n" +
 	"\vfrom_offset\x18\x02 \x01(\x04R\n" +
 	"fromOffset\x12\x1f\n" +
 	"\vchunk_bytes\x18\x03 \x01(\x04R\n" +
-	"chunkBytes\"K\n" +
+	"chunkBytes\x12\x14\n" +
+	"\x05dense\x18\x04 \x01(\bR\x05dense\"K\n" +
 	"\x05Chunk\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x16\n" +
