@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,6 +39,8 @@ type nodeFlags struct {
 	profiling              bool
 	snapMetaAddr           string
 	snapMetaCertDir        string
+	transferAddr           string
+	transferBandwidth      string
 	log                    *zap.Options
 }
 
@@ -82,6 +85,13 @@ func newNodeCommand() *cobra.Command {
 	fl.StringVar(&f.snapMetaCertDir, "snapshot-metadata-cert-dir", "",
 		"with --snapshot-metadata-address: directory with tls.crt and tls.key (serving) and ca.crt "+
 			"(the CA of the clients allowed)")
+	fl.StringVar(&f.transferAddr, "transfer-address", "",
+		"address of the node's Transfer service, from which other nodes' agents copy this node's volumes "+
+			"(restores across nodes; mutual TLS with certificates the operator signs per node); empty serves "+
+			"none and copies nothing from other nodes")
+	fl.StringVar(&f.transferBandwidth, "transfer-bandwidth", "0",
+		"bytes per second this node writes while copying volumes from other nodes, all copies together "+
+			"(a quantity: 100Mi; 0 is no limit)")
 	f.log = addLogFlags(fl)
 	return cmd
 }
@@ -89,6 +99,11 @@ func newNodeCommand() *cobra.Command {
 func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if f.nodeName == "" {
 		return errors.New("--node-name (or NODE_NAME) is required")
+	}
+	bandwidth, err := resource.ParseQuantity(f.transferBandwidth)
+	if err != nil || bandwidth.Sign() < 0 {
+		return fmt.Errorf("--transfer-bandwidth %q: a non-negative quantity of bytes per second (100Mi)",
+			f.transferBandwidth)
 	}
 	setLogger(f.log, "node")
 	scheme, err := operatorScheme()
@@ -130,6 +145,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 		CSIEndpoint: f.csiSocket, RegistrationSocket: f.registrationSocket, KubeletCSIEndpoint: f.kubeletCSI,
 		LVMDSocket: f.lvmdSocket, KubeletDir: f.kubeletDir, ClusterID: f.clusterID,
 		SnapshotMetadataAddress: f.snapMetaAddr, SnapshotMetadataCertDir: f.snapMetaCertDir,
+		TransferAddress: f.transferAddr, TransferBandwidth: bandwidth.Value(),
 	}); err != nil {
 		return err
 	}

@@ -160,7 +160,11 @@ func (p *impersonator) request(ctx context.Context, c privilegeCase) error {
 	if name == "" {
 		name = probeName
 	}
-	if sub != "" || (c.verb != "create" && c.verb != "list" && c.verb != "watch" && c.verb != "deletecollection") {
+	// A create of one name (a rule with resourceNames) is authorized by that name only when the
+	// request names it: a server-side apply that creates the object, as the operator makes it.
+	namedCreate := c.verb == "create" && c.name != ""
+	if sub != "" || namedCreate ||
+		(c.verb != "create" && c.verb != "list" && c.verb != "watch" && c.verb != "deletecollection") {
 		path = append(path, name)
 	}
 	if sub != "" {
@@ -197,6 +201,11 @@ func (p *impersonator) request(ctx context.Context, c privilegeCase) error {
 		req = p.raw.Put().SetHeader("Content-Type", "application/json")
 	case "apply": // JSON is YAML
 		req = p.raw.Patch("application/apply-patch+yaml").Param("fieldManager", "rbac-test").Param("force", "true")
+	case "create":
+		if namedCreate {
+			req = p.raw.Patch("application/apply-patch+yaml").Param("fieldManager", "rbac-test").
+				Param("force", "true")
+		}
 	}
 	return req.AbsPath(path...).Param("dryRun", "All").Body(body).Do(ctx).Error()
 }

@@ -20,6 +20,9 @@ const (
 	ParamFSType = "csi.storage.k8s.io/fstype"
 	// ParamEncryption is the StorageClass parameter (ours, opt-in) asking for encryption at rest.
 	ParamEncryption = "topolvm.io/encryption"
+	// AnnotationClaim names the claim (namespace/name) of a LogicalVolume copied from another node:
+	// the operator reports the copy on it.
+	AnnotationClaim = "lvms.topolvm.io/claim"
 	// CapacityAnnotationPrefix prefixes the annotation of a device class's bytes:
 	// capacity.topolvm.io/<deviceClass>, the free bytes on a Node and the requested bytes on a Pod.
 	CapacityAnnotationPrefix = "capacity.topolvm.io/"

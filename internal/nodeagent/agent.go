@@ -79,6 +79,13 @@ type Options struct {
 	// tracking of thin classes, for the operator's proxy) listens, with mutual TLS from the files
 	// in SnapshotMetadataCertDir (snapmeta.ServerTLS). Empty serves none. Needs lvmd in process.
 	SnapshotMetadataAddress, SnapshotMetadataCertDir string
+	// TransferAddress is where the node's Transfer service listens (host:port): other nodes' agents
+	// copy this node's volumes from it, with mutual TLS of the operator's transfer CA. Empty serves
+	// none and copies nothing from other nodes. Needs lvmd in process.
+	TransferAddress string
+	// TransferBandwidth limits the bytes per second this node's agent writes while copying from
+	// other nodes (all copies together); 0 is no limit.
+	TransferBandwidth int64
 
 	// lvmConfig is what every lvm2 command of the agent runs with: the filter of the kubelet's
 	// loop devices (set by Setup).
@@ -114,8 +121,12 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 			return nil, err
 		}
 	}
+	fetch, err := setupTransfer(mgr, o, a)
+	if err != nil {
+		return nil, err
+	}
 	lvr, err := logicalvolume.New(logicalvolume.Options{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: o.NodeName, LVM: be,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: o.NodeName, LVM: be, Fetcher: fetch,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("LogicalVolume reconciler: %w", err)
@@ -281,7 +292,7 @@ var (
 func setupReporting(mgr ctrl.Manager, o Options, svc backend) error {
 	var regErr error
 	registerOnce.Do(func() {
-		for _, c := range hostMetrics.Collectors() {
+		for _, c := range append(hostMetrics.Collectors(), logicalvolume.TransferCollectors()...) {
 			regErr = errors.Join(regErr, metrics.Registry.Register(c))
 		}
 	})

@@ -13,6 +13,9 @@
 //     configurations; in the external mode the files come from elsewhere.
 //   - With SnapshotMetadata, the certificates of changed block tracking and the
 //     SnapshotMetadataService object (snapmeta.go).
+//   - Copies between nodes (transfer.go): the transfer authority, the signer of the node agents'
+//     certificates and the issuer of transfer tokens; with CrossNodeRestore the CSI controller places
+//     restores on other nodes than their snapshots'.
 //   - The health and readiness checks.
 //
 // The node agent's image defaults to the operator's own (OwnImage), and every VG and LV is tagged

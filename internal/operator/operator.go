@@ -41,8 +41,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := setupControllers(mgr, o, cluster); err != nil {
 		return err
 	}
+	if err := setupTransfer(ctx, mgr, o); err != nil {
+		return err
+	}
 	if o.CSISocket != "" {
-		if err := csicontroller.AddToManager(ctx, mgr, o.CSISocket); err != nil {
+		if err := csicontroller.AddToManager(ctx, mgr, o.CSISocket, o.CrossNodeRestore); err != nil {
 			return err
 		}
 	}

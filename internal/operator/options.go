@@ -41,6 +41,10 @@ type Options struct {
 	PodMutatingWebhook bool
 	// CSISocket is where the CSI Identity and Controller services listen; empty runs none.
 	CSISocket string
+	// CrossNodeRestore places a snapshot restore on the node the scheduler selected, even another
+	// than the snapshot's, and has the node agents copy the data there (issue 41; off until its
+	// end-to-end proof lands).
+	CrossNodeRestore bool
 	// ReleaseVolumes and DeleteClaims: see noderemoval.Options.
 	ReleaseVolumes, DeleteClaims bool
 	// SnapshotMetadata turns on changed block tracking; SnapshotMetadataSidecarImage is the
@@ -104,6 +108,9 @@ func (o *Options) AddFlags(fl *pflag.FlagSet) {
 	o.addWebhookFlags(fl)
 	fl.StringVar(&o.CSISocket, "csi-socket", "/run/topolvm/csi-topolvm.sock",
 		"CSI Identity+Controller socket for the sidecars; empty disables the CSI controller")
+	fl.BoolVar(&o.CrossNodeRestore, "cross-node-restore", false,
+		"restore a snapshot on the node the scheduler selected for its claim even when the snapshot is on another "+
+			"node: the node agents copy the data (docs/mobility.md)")
 }
 
 func (o *Options) addWebhookFlags(fl *pflag.FlagSet) {

@@ -53,13 +53,15 @@ var ErrNotFound = errors.New("source volume not found")
 // verified certificate.
 type Server struct {
 	transferpb.UnimplementedTransferServer
+	node     string
 	verifier *Verifier
 	open     OpenFunc
 }
 
-// NewServer returns the Transfer service of a node: v checks the tokens, open opens the source LVs.
-func NewServer(v *Verifier, open OpenFunc) *Server {
-	return &Server{verifier: v, open: open}
+// NewServer returns the Transfer service of node: v checks the tokens, open opens the source LVs. It
+// serves only tokens whose source is on node.
+func NewServer(node string, v *Verifier, open OpenFunc) *Server {
+	return &Server{node: node, verifier: v, open: open}
 }
 
 // Read implements transferpb.TransferServer.
@@ -77,6 +79,9 @@ func (s *Server) Read(req *transferpb.ReadRequest, stream transferpb.Transfer_Re
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	claims, err := s.verifier.Accept(req.GetToken(), node)
+	if err == nil && claims.Source.Node != s.node {
+		err = fmt.Errorf("%w: its source is on node %q, this is node %q", ErrTokenInvalid, claims.Source.Node, s.node)
+	}
 	if err != nil {
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
@@ -85,7 +90,7 @@ func (s *Server) Read(req *transferpb.ReadRequest, stream transferpb.Transfer_Re
 		return status.Error(codes.NotFound, err.Error())
 	}
 	if err != nil {
-		return status.Errorf(codes.Internal, "open %s/%s: %v", claims.Source.VG, claims.Source.LV, err)
+		return status.Errorf(codes.Internal, "open %s/%s: %v", claims.Source.Class, claims.Source.LV, err)
 	}
 	defer func() { _ = src.Release() }()
 	ranges := src.Ranges
@@ -96,7 +101,7 @@ func (s *Server) Read(req *transferpb.ReadRequest, stream transferpb.Transfer_Re
 		return stream.Send(&transferpb.Chunk{Offset: c.Offset, Data: c.Data, Sha256: c.Sum[:]})
 	})
 	if err != nil {
-		return status.Errorf(codes.Internal, "send %s/%s: %v", claims.Source.VG, claims.Source.LV, err)
+		return status.Errorf(codes.Internal, "send %s/%s: %v", claims.Source.Class, claims.Source.LV, err)
 	}
 	return nil
 }

@@ -90,8 +90,8 @@ func serve(t *testing.T, p *pki, v *transfer.Verifier, src *os.File) (string, fu
 	var mu sync.Mutex
 	var calls []*atomic.Uint64
 	open := func(_ context.Context, vol transfer.Volume) (transfer.Source, error) {
-		if vol.VG != "vg" || vol.LV != "snap" {
-			return transfer.Source{}, fmt.Errorf("%w: %s/%s", transfer.ErrNotFound, vol.VG, vol.LV)
+		if vol.Class != "thin" || vol.LV != "snap" {
+			return transfer.Source{}, fmt.Errorf("%w: %s/%s", transfer.ErrNotFound, vol.Class, vol.LV)
 		}
 		n := new(atomic.Uint64)
 		mu.Lock()
@@ -105,7 +105,7 @@ func serve(t *testing.T, p *pki, v *transfer.Verifier, src *os.File) (string, fu
 		ClientAuth:   tls.RequireAndVerifyClientCert, ClientCAs: p.pool, MinVersion: tls.VersionTLS13,
 	})
 	srv := grpc.NewServer(grpc.Creds(creds))
-	transferpb.RegisterTransferServer(srv, transfer.NewServer(v, open))
+	transferpb.RegisterTransferServer(srv, transfer.NewServer("node-a", v, open))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -144,14 +144,15 @@ func TestChannel(t *testing.T) {
 	p := newPKI(t)
 	src := device(t, "src", 16*mib, true)
 	addr, reads := serve(t, p, transfer.NewVerifier(pub, nil), src)
-	token := func(lv string) string {
-		tok, err := transfer.Issue(priv, transfer.Claims{Source: transfer.Volume{Node: "node-a", VG: "vg", LV: lv},
-			Target: transfer.Volume{Node: "node-b", VG: "vg", LV: "pvc-1"}, Expires: time.Now().Add(time.Minute)})
+	tokenFrom := func(srcNode, lv string) string {
+		tok, err := transfer.Issue(priv, transfer.Claims{Source: transfer.Volume{Node: srcNode, Class: "thin", LV: lv},
+			Target: transfer.Volume{Node: "node-b", Class: "thin", LV: "pvc-1"}, Expires: time.Now().Add(time.Minute)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tok
 	}
+	token := func(lv string) string { return tokenFrom("node-a", lv) }
 	nodeB := dial(t, p, addr, "node-b")
 	ctx := t.Context()
 
@@ -194,6 +195,7 @@ func TestChannel(t *testing.T) {
 		"no client certificate":             {dial(t, p, addr, ""), tok, codes.Unavailable},
 		"a token the operator did not sign": {nodeB, "e30.AAAA", codes.PermissionDenied},
 		"a source that does not exist":      {nodeB, token("gone"), codes.NotFound},
+		"a source on another node":          {nodeB, tokenFrom("node-c", "snap"), codes.PermissionDenied},
 	} {
 		_, err := transfer.Fetch(ctx, tc.client, tc.token, transfer.Progress{}, device(t, "x", 16*mib, false),
 			transfer.Options{})

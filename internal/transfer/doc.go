@@ -13,6 +13,10 @@
 // to the source LV, the target LV and the target node, single-use and short-lived.
 //
 // The channel (proto/transfer.proto): the source node's agent serves Read (Server) over mutual TLS
-// to the target node's agent (Fetch), which is known by its certificate's node name; the operator
-// issuing those certificates and the tokens, and the agents using the channel, are to come.
+// to the target node's agent (Fetch), which is known by its certificate's node name. Each agent's
+// Identity makes its key in memory and asks for its certificate with a CertificateSigningRequest of
+// signer SignerName, which the operator's Authority signs only for the node the requesting pod runs
+// on (internal/controller/transfersigner); the operator issues the tokens per attempt of a copy
+// (internal/controller/transfertoken), and the LogicalVolume reconciler of the target node fetches
+// (internal/controller/logicalvolume).
 package transfer

@@ -21,11 +21,12 @@ import (
 // are to live minutes). A node agent cannot forge a token (it holds no private key) or use another
 // node's.
 
-// Volume names an LV on a node.
+// Volume names an LV on a node: its device class there ("" for any of the node's classes) and its
+// name (a volume ID).
 type Volume struct {
-	Node string `json:"node"`
-	VG   string `json:"vg"`
-	LV   string `json:"lv"`
+	Node  string `json:"node"`
+	Class string `json:"class,omitempty"`
+	LV    string `json:"lv"`
 }
 
 // Claims is what a token grants: the target node's agent may read Source to write it into Target.
@@ -63,7 +64,7 @@ func Issue(key ed25519.PrivateKey, c Claims) (string, error) {
 
 // Verifier is the source node's side: it accepts each valid token once.
 type Verifier struct {
-	key  ed25519.PublicKey
+	key  func() ed25519.PublicKey
 	now  func() time.Time
 	mu   sync.Mutex
 	used map[string]time.Time // token ID → expiry
@@ -72,6 +73,12 @@ type Verifier struct {
 // NewVerifier returns a Verifier of tokens signed with key's private half; now is time.Now when
 // nil.
 func NewVerifier(key ed25519.PublicKey, now func() time.Time) *Verifier {
+	return NewVerifierOf(func() ed25519.PublicKey { return key }, now)
+}
+
+// NewVerifierOf returns a Verifier of tokens signed with the private half of the key that key returns
+// at each check (Identity.TokenKey: the operator's key as the trust ConfigMap has it).
+func NewVerifierOf(key func() ed25519.PublicKey, now func() time.Time) *Verifier {
 	if now == nil {
 		now = time.Now
 	}
@@ -86,7 +93,8 @@ func (v *Verifier) Accept(token, peer string) (Claims, error) {
 	enc := base64.RawURLEncoding
 	b, err1 := enc.DecodeString(body)
 	s, err2 := enc.DecodeString(sig)
-	if !ok || err1 != nil || err2 != nil || !ed25519.Verify(v.key, b, s) {
+	key := v.key()
+	if !ok || err1 != nil || err2 != nil || len(key) != ed25519.PublicKeySize || !ed25519.Verify(key, b, s) {
 		return Claims{}, ErrTokenInvalid
 	}
 	var c Claims

@@ -18,8 +18,8 @@ func TestTokens(t *testing.T) {
 	_, otherPriv, _ := ed25519.GenerateKey(nil)
 	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 	claims := transfer.Claims{
-		Source:  transfer.Volume{Node: "node-a", VG: "vg", LV: "snap"},
-		Target:  transfer.Volume{Node: "node-b", VG: "vg", LV: "pvc-1"},
+		Source:  transfer.Volume{Node: "node-a", Class: "thin", LV: "snap"},
+		Target:  transfer.Volume{Node: "node-b", Class: "thin", LV: "pvc-1"},
 		Expires: now.Add(5 * time.Minute),
 	}
 	issue := func(key ed25519.PrivateKey, c transfer.Claims) string {

@@ -27,6 +27,8 @@ const LogicalVolumeFinalizer = "topolvm.io/logicalvolume"
 // +kubebuilder:validation:XValidation:rule="has(self.deviceClass) == has(oldSelf.deviceClass) && (!has(self.deviceClass) || self.deviceClass == oldSelf.deviceClass)",message="spec.deviceClass is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.source) == has(oldSelf.source) && (!has(self.source) || self.source == oldSelf.source)",message="spec.source is immutable"
 // +kubebuilder:validation:XValidation:rule="!has(self.accessType) || has(self.source)",message="spec.accessType is only meaningful with spec.source"
+// +kubebuilder:validation:XValidation:rule="has(self.sourceNode) == has(oldSelf.sourceNode) && (!has(self.sourceNode) || self.sourceNode == oldSelf.sourceNode)",message="spec.sourceNode is immutable"
+// +kubebuilder:validation:XValidation:rule="!has(self.sourceNode) || (has(self.source) && self.sourceNode != self.nodeName)",message="spec.sourceNode names the node of spec.source when it is not spec.nodeName"
 type LogicalVolumeSpec struct {
 	// Name is the CSI volume name the LV was requested under.
 	// +required
@@ -60,6 +62,14 @@ type LogicalVolumeSpec struct {
 	// AccessType of a snapshot or clone: ro (snapshot) or rw (clone/restore).
 	// +optional
 	AccessType AccessType `json:"accessType,omitempty"`
+
+	// SourceNode is the node of spec.source when it is another node than spec.nodeName (an lvms
+	// extension; TopoLVM has none): the LV is made on spec.nodeName and filled with a copy of the
+	// source's data, which node spec.nodeName's agent fetches from sourceNode's over the transfer
+	// channel (docs/mobility.md). The volume ID is set once the copy is complete and verified.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	SourceNode string `json:"sourceNode,omitempty"`
 }
 
 // Condition types of a LogicalVolume.
@@ -68,7 +78,59 @@ const (
 	ConditionCreated = "Created"
 	// ConditionResized is false while the LV is smaller than spec.size.
 	ConditionResized = "Resized"
+	// ConditionCopied is true once the data of a source on another node (spec.sourceNode) is
+	// copied and verified.
+	ConditionCopied = "Copied"
 )
+
+// TransferPhase is where a copy from another node stands.
+// +kubebuilder:validation:Enum=Waiting;Copying;Complete
+type TransferPhase string
+
+// Transfer phases.
+const (
+	// TransferWaiting: the LV exists; the node waits for the operator's token of the next attempt.
+	TransferWaiting TransferPhase = "Waiting"
+	// TransferCopying: an attempt is fetching the data.
+	TransferCopying TransferPhase = "Copying"
+	// TransferComplete: every byte is copied and verified.
+	TransferComplete TransferPhase = "Complete"
+)
+
+// TransferStatus is the progress of the copy of a source on another node (spec.sourceNode). The node
+// agent writes the phase, attempts and progress; the operator the token and the source's address.
+type TransferStatus struct {
+	// Phase of the copy.
+	// +optional
+	Phase TransferPhase `json:"phase,omitempty"`
+	// Attempt numbers the node's fetches (from 1); each needs a token of its own.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+	// VerifiedBytes is the offset below which every byte of the copy is written, synced and read
+	// back verified: where the next attempt resumes (of the LV's size, spec.size).
+	// +optional
+	VerifiedBytes int64 `json:"verifiedBytes,omitempty"`
+	// CopiedBytes counts the bytes moved over all attempts (a thin source's allocated bytes only).
+	// +optional
+	CopiedBytes int64 `json:"copiedBytes,omitempty"`
+	// StartTime is when the first attempt began; CompletionTime when the copy was verified.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Message says why the last attempt failed (it is retried).
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Token authorises attempt TokenAttempt: single-use, short-lived, and good only for this node's
+	// agent presenting its own certificate, so reading it grants nothing.
+	// +optional
+	Token string `json:"token,omitempty"`
+	// +optional
+	TokenAttempt int32 `json:"tokenAttempt,omitempty"`
+	// SourceAddress is where the source node's agent serves transfers (host:port).
+	// +optional
+	SourceAddress string `json:"sourceAddress,omitempty"`
+}
 
 // LogicalVolumeStatus is what the node reports about the LV.
 type LogicalVolumeStatus struct {
@@ -98,6 +160,10 @@ type LogicalVolumeStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Transfer is the progress of a copy from spec.sourceNode (an lvms extension).
+	// +optional
+	Transfer *TransferStatus `json:"transfer,omitempty"`
 }
 
 // +kubebuilder:object:root=true

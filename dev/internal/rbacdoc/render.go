@@ -28,8 +28,11 @@ the service accounts, leader election and the role of the CSI sidecars are writt
 - **Node agent** (` + "`lvms-node`" + `, the DaemonSet on every node the LVMCluster selects): builds the
   volume groups and logical volumes on its node and serves the CSI node service. It reads the
   LVMCluster, writes its node's LVMVolumeGroupNodeStatus, reconciles LogicalVolumes and their
-  status, patches its Node's capacity annotations and records events. It has no access to Secrets,
-  Pods, workloads, StorageClasses or RBAC objects.
+  status, patches its Node's capacity annotations and records events. For copies between nodes it
+  creates a CertificateSigningRequest of signer ` + "`topolvm.io/transfer`" + ` for its own node (its key never
+  leaves the node; the operator signs only for the node the requesting Pod runs on) and reads the
+  ConfigMap ` + "`lvms-transfer-trust`" + `. It has no access to Secrets, Pods, workloads, StorageClasses or
+  RBAC objects.
 - **Operator** (` + "`lvms-operator`" + `, the Deployment): turns the LVMCluster into its operands (the node
   agent DaemonSet, LVMVolumeGroups, StorageClasses, VolumeSnapshotClasses, the CSIDriver, on
   OpenShift SecurityContextConstraints, and with changed block tracking the Deployment of the
@@ -40,7 +43,11 @@ the service accounts, leader election and the role of the CSI sidecars are writt
   image and the namespace kube-system (by name, for its UID: the cluster's identity), serves
   the CSI controller service, which creates and deletes LogicalVolumes, and watches the Pods no node
   runs yet, cluster-wide, to explain in an event why their claims fit no node (reading claims,
-  StorageClasses and Nodes).
+  StorageClasses and Nodes). For copies between nodes it approves and signs the node agents'
+  CertificateSigningRequests of signer ` + "`topolvm.io/transfer`" + ` (its role names that signer and no
+  other), keeps the transfer authority in the Secret ` + "`lvms-transfer-authority`" + `, publishes its public
+  half in the ConfigMap ` + "`lvms-transfer-trust`" + `, and writes each copy's token into the LogicalVolume's
+  status (listing the node agents' Pods of its namespace for their addresses).
 - **CSI sidecars** (` + "`lvms-csi-sidecars`" + `, bound to the operator's account because they run in its
   Pod): the kubernetes-csi external-provisioner (PersistentVolumes, CSIStorageCapacity objects
   owned by the Deployment, topology from Nodes and CSINodes), external-resizer (PVC expansion; it

@@ -51,6 +51,8 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// StatDevice reports whether an LV's device node exists (default os.Stat); tests replace it.
 	StatDevice func(path string) error
+	// Fetcher copies sources from other nodes (spec.sourceNode); nil refuses such LogicalVolumes.
+	Fetcher Fetcher
 }
 
 // Reconciler reconciles the LogicalVolumes of one node.
@@ -61,6 +63,7 @@ type Reconciler struct {
 	lvm      LVM
 	workers  int
 	stat     func(path string) error
+	copies   *copies // nil without a Fetcher
 }
 
 // New returns the reconciler.
@@ -74,7 +77,12 @@ func New(o Options) (*Reconciler, error) {
 	if o.StatDevice == nil {
 		o.StatDevice = func(p string) error { _, err := os.Stat(p); return err }
 	}
+	var c *copies
+	if o.Fetcher != nil {
+		c = newCopies(o.Fetcher)
+	}
 	return &Reconciler{
+		copies:   c,
 		client:   o.Client,
 		api:      o.APIReader,
 		nodeName: o.NodeName,
@@ -121,10 +129,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	var err error
-	for _, p := range []phase{ensureCreated, ensureSize} {
+	for _, p := range []phase{r.canCopy, ensureCreated, r.ensureCopied, ensureSize} {
 		if err = p(ctx, s); err != nil {
 			break
 		}
+	}
+	if errors.Is(err, errCopying) {
+		err = nil // the copy's checkpoints and end wake this reconcile again
 	}
 	if errors.Is(err, lvmd.ErrClassesPending) {
 		// The agent has just started and its volume groups are still being read: not a failure
@@ -171,6 +182,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	obj := s.obj
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
+	}
+	if r.copies != nil {
+		r.copies.stop(obj.Name) // a copy holds the LV open
 	}
 	err := r.lvm.RemoveLV(ctx, s.name, obj.Spec.DeviceClass)
 	if errors.Is(err, lvmd.ErrClassesPending) {
@@ -276,10 +290,11 @@ func (s *scope) unrecordedInAPI(ctx context.Context) (bool, error) {
 	return live.UID == s.obj.UID && live.Status.VolumeID == "", nil
 }
 
-// create runs the lvmd create of the spec: a snapshot (ro) or clone (rw) of spec.source, or a new LV.
+// create runs the lvmd create of the spec: a snapshot (ro) or clone (rw) of spec.source, or a new LV
+// (also for a source on another node, whose data is copied into it).
 func create(ctx context.Context, s *scope, size uint64) (lvmd.LV, error) {
 	spec := &s.obj.Spec
-	if spec.Source != "" {
+	if spec.Source != "" && spec.SourceNode == "" {
 		lv, err := s.lvm.CreateSnapshot(ctx, lvmd.SnapshotRequest{
 			Name: s.name, DeviceClass: spec.DeviceClass, Source: spec.Source, Size: size,
 			ReadOnly: spec.AccessType == topolvmv1.AccessTypeReadOnly,

@@ -89,7 +89,7 @@ func (s *scope) fail(typ string, err error) error {
 // applyStatus derives the status from the scope and applies it unless it is unchanged.
 func (r *Reconciler) applyStatus(ctx context.Context, s *scope) error {
 	st := &s.status
-	if s.lv != nil {
+	if s.lv != nil && copied(s.obj, st) {
 		st.VolumeID = s.name
 		st.CurrentSize = resource.NewQuantity(int64(deviceSize(s.lv, s.obj.Spec.Size.Value())), resource.BinarySI)
 	}
@@ -135,13 +135,52 @@ func statusApplyConfiguration(st *topolvmv1.LogicalVolumeStatus) *topolvmac.Logi
 	if st.ObservedGeneration != 0 {
 		ac.WithObservedGeneration(st.ObservedGeneration)
 	}
+	if t := st.Transfer; t != nil {
+		ac.WithTransfer(transferApplyConfiguration(t))
+	}
 	for _, c := range st.Conditions {
-		if c.Type != topolvmv1.ConditionCreated && c.Type != topolvmv1.ConditionResized {
+		if c.Type != topolvmv1.ConditionCreated && c.Type != topolvmv1.ConditionResized &&
+			c.Type != topolvmv1.ConditionCopied {
 			continue
 		}
 		ac.WithConditions(metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).
 			WithReason(c.Reason).WithMessage(c.Message).WithObservedGeneration(c.ObservedGeneration).
 			WithLastTransitionTime(c.LastTransitionTime))
+	}
+	return ac
+}
+
+// copied reports whether a LogicalVolume's LV holds its data: always, unless its source is on
+// another node and the copy is not complete. Only then does it get its volume ID.
+func copied(obj *topolvmv1.LogicalVolume, st *topolvmv1.LogicalVolumeStatus) bool {
+	return obj.Spec.SourceNode == "" || st.VolumeID != "" ||
+		(st.Transfer != nil && st.Transfer.Phase == topolvmv1.TransferComplete)
+}
+
+// transferApplyConfiguration is the part of status.transfer this agent owns: everything but the
+// operator's token and the source's address.
+func transferApplyConfiguration(t *topolvmv1.TransferStatus) *topolvmac.TransferStatusApplyConfiguration {
+	ac := topolvmac.TransferStatus()
+	if t.Phase != "" {
+		ac.WithPhase(t.Phase)
+	}
+	if t.Attempt != 0 {
+		ac.WithAttempt(t.Attempt)
+	}
+	if t.VerifiedBytes != 0 {
+		ac.WithVerifiedBytes(t.VerifiedBytes)
+	}
+	if t.CopiedBytes != 0 {
+		ac.WithCopiedBytes(t.CopiedBytes)
+	}
+	if t.StartTime != nil {
+		ac.WithStartTime(*t.StartTime)
+	}
+	if t.CompletionTime != nil {
+		ac.WithCompletionTime(*t.CompletionTime)
+	}
+	if t.Message != "" {
+		ac.WithMessage(t.Message)
 	}
 	return ac
 }

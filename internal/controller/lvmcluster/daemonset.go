@@ -87,6 +87,7 @@ func nodeArgs(opts Options) []string {
 	args := []string{
 		"node", "--node-name=$(NODE_NAME)", "--namespace=$(POD_NAMESPACE)", "--csi-socket=" + csiSocketInPod,
 		fmt.Sprintf("--metrics-bind-address=:%d", nodeMetricsPort), "--cluster-id=" + opts.ClusterID,
+		fmt.Sprintf("--transfer-address=:%d", TransferPort),
 	}
 	if opts.Profiling {
 		args = append(args, "--profiling")
@@ -121,6 +122,7 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 		WithPorts(
 			corev1ac.ContainerPort().WithName("healthz").WithContainerPort(nodeHealthzPort),
 			corev1ac.ContainerPort().WithName(nodeMetricsPortName).WithContainerPort(nodeMetricsPort),
+			corev1ac.ContainerPort().WithName("transfer").WithContainerPort(TransferPort),
 		).
 		// A busy node answers slowly, and liveness starts only once the agent served once. The
 		// startup probe asks every second (for up to 5 min), so the pod is Ready within a second

@@ -36,6 +36,9 @@ const (
 	SnapshotMetadataClientCert = "lvms-snapshot-metadata-client-cert"
 	SnapshotMetadataServerCert = "lvms-snapshot-metadata-server-cert"
 	SnapshotMetadataNodePort   = 9820
+	// TransferPort is where each node agent serves its node's volumes to the other agents (copies
+	// between nodes; mutual TLS).
+	TransferPort = 9830
 
 	// LabelOwnerName and LabelOwnerNamespace mark cluster-scoped operands (which cannot carry an
 	// owner reference to a namespaced LVMCluster) with their LVMCluster.

@@ -9,10 +9,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
@@ -140,4 +143,72 @@ func requisiteAllows(top *csi.TopologyRequirement, node string) bool {
 		}
 	}
 	return false
+}
+
+// Parameters the external-provisioner adds with --extra-create-metadata, and the annotation the
+// scheduler sets on a claim whose binding waits for its first consumer.
+const (
+	paramPVCName         = "csi.storage.k8s.io/pvc/name"
+	paramPVCNamespace    = "csi.storage.k8s.io/pvc/namespace"
+	annotationSelectedAt = "volume.kubernetes.io/selected-node"
+)
+
+// sourcePlacement is the node of a volume made from source (a snapshot or a volume): the source's
+// node unless the requisite topology excludes it or the scheduler selected another node for the
+// claim's first consumer (the claim's selected-node annotation, read when the provisioner passes the
+// claim's name), and the source is a snapshot: then that node, and the data is copied there. A clone
+// stays on its source's node (a live volume has no consistent image to copy yet).
+func (s *Server) sourcePlacement(ctx context.Context, req *csi.CreateVolumeRequest, src *csi.VolumeContentSource,
+	source *topolvmv1.LogicalVolume,
+) (string, error) {
+	top, node := req.GetAccessibilityRequirements(), source.Spec.NodeName
+	allowed := requisiteAllows(top, node)
+	if src.GetSnapshot() == nil || !s.crossNode {
+		if !allowed {
+			return "", fmt.Errorf("%w: the source %s is on node %s, which the requisite topology excludes; "+
+				"%s stay on their source's node", errInvalid, source.Spec.Name, node, staying(s.crossNode))
+		}
+		return node, nil
+	}
+	selected, err := s.selectedNode(ctx, req.GetParameters())
+	if err != nil {
+		return "", err
+	}
+	if allowed && (selected == "" || selected == node) {
+		return node, nil
+	}
+	if selected != "" && requisiteAllows(top, selected) {
+		return selected, nil
+	}
+	for _, t := range append(top.GetPreferred(), top.GetRequisite()...) {
+		if n := t.GetSegments()[driver.TopologyNodeKey]; n != "" && n != node {
+			return n, nil
+		}
+	}
+	return "", fmt.Errorf("%w: the topology names no node for a restore of the snapshot on node %s", errInvalid, node)
+}
+
+// staying names what stays on its source's node.
+func staying(crossNode bool) string {
+	if crossNode {
+		return "clones"
+	}
+	return "snapshots and clones (restores move between nodes with the operator's --cross-node-restore)"
+}
+
+// selectedNode is the node the scheduler selected for the claim being provisioned ("" when the
+// parameters name no claim, or it has no selected node).
+func (s *Server) selectedNode(ctx context.Context, params map[string]string) (string, error) {
+	name, ns := params[paramPVCName], params[paramPVCNamespace]
+	if name == "" || ns == "" {
+		return "", nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := s.api.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("read claim %s/%s: %w", ns, name, err)
+	}
+	return pvc.Annotations[annotationSelectedAt], nil
 }

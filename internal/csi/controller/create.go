@@ -91,6 +91,7 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 		if err != nil {
 			return nil, err
 		}
+		claimOfCopy(lv, params)
 	} else if lv.Spec.NodeName, err = s.pickNode(ctx, req.GetAccessibilityRequirements(), lv.Spec.DeviceClass); err != nil {
 		return nil, err
 	}
@@ -98,10 +99,11 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 	return lv, nil
 }
 
-// fromSource fills spec for a clone of a volume or a restore of a snapshot: a writable snapshot of the
-// source, on the source's node and device class. The node makes a thin snapshot in a thin class; in a
-// thick class it copies a snapshot (a restore) and refuses a clone (lvmd.ThickCloneRefused). It
-// returns the size, raised to the source's.
+// fromSource fills spec for a clone of a volume or a restore of a snapshot, in the source's device
+// class. On the source's node, the node makes a thin snapshot in a thin class; in a thick class it
+// copies a snapshot (a restore) and refuses a clone (lvmd.ThickCloneRefused). A restore placed on
+// another node (sourcePlacement) is a new LV there that its agent fills with a copy of the snapshot's
+// data from the source node (spec.sourceNode). It returns the size, raised to the source's.
 func (s *Server) fromSource(ctx context.Context, src *csi.VolumeContentSource, req *csi.CreateVolumeRequest,
 	spec *topolvmv1.LogicalVolumeSpec, size int64) (int64, error) {
 	id := src.GetSnapshot().GetSnapshotId()
@@ -122,12 +124,13 @@ func (s *Server) fromSource(ctx context.Context, src *csi.VolumeContentSource, r
 		return 0, fmt.Errorf("%w: device class %q differs from the source's %q", errInvalid,
 			spec.DeviceClass, source.Spec.DeviceClass)
 	}
-	if !requisiteAllows(req.GetAccessibilityRequirements(), source.Spec.NodeName) {
-		return 0, fmt.Errorf("%w: the source %s is on node %s, which the requisite topology excludes; "+
-			"snapshots and clones stay on their source's node", errInvalid, id, source.Spec.NodeName)
-	}
 	spec.DeviceClass = source.Spec.DeviceClass
-	spec.NodeName = source.Spec.NodeName
+	if spec.NodeName, err = s.sourcePlacement(ctx, req, src, source); err != nil {
+		return 0, err
+	}
+	if spec.NodeName != source.Spec.NodeName {
+		spec.SourceNode = source.Spec.NodeName
+	}
 	spec.Source = id
 	spec.AccessType = topolvmv1.AccessTypeReadWrite
 	if srcSize := source.Spec.Size.Value(); size < srcSize {
@@ -267,4 +270,18 @@ func currentSize(lv *topolvmv1.LogicalVolume) int64 {
 		return lv.Status.CurrentSize.Value()
 	}
 	return lv.Spec.Size.Value()
+}
+
+// claimOfCopy names the claim of a volume copied from another node in its annotation
+// driver.AnnotationClaim, when the provisioner passed it: the operator reports the copy's progress
+// as events on the claim.
+func claimOfCopy(lv *topolvmv1.LogicalVolume, params map[string]string) {
+	name, ns := params[paramPVCName], params[paramPVCNamespace]
+	if lv.Spec.SourceNode == "" || name == "" || ns == "" {
+		return
+	}
+	if lv.Annotations == nil {
+		lv.Annotations = map[string]string{}
+	}
+	lv.Annotations[driver.AnnotationClaim] = ns + "/" + name
 }

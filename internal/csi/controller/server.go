@@ -26,6 +26,7 @@ import (
 
 // +kubebuilder:rbac:groups=topolvm.io,resources=logicalvolumes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 
 const (
 	// FieldOwner is the field manager of every LogicalVolume write of the controller.
@@ -47,6 +48,10 @@ type Options struct {
 	// Clock is used for all timing the controller does (today: only measuring waits for the log). Nil
 	// means the real clock. Tests pass a fake clock that never advances to prove no call waits on time.
 	Clock clock.Clock
+	// CrossNodeRestore lets a snapshot restore be placed on another node than the snapshot's, its
+	// data copied there by the node agents (sourcePlacement); off, a restore stays on the snapshot's
+	// node.
+	CrossNodeRestore bool
 }
 
 // Server is the CSI Controller service.
@@ -59,6 +64,8 @@ type Server struct {
 	clock  clock.Clock
 	locks  lvmcsi.VolumeLocks
 	events *notifier
+	// crossNode: Options.CrossNodeRestore.
+	crossNode bool
 }
 
 // New registers the LogicalVolume index and event handler on o.Cache and returns the service.
@@ -66,7 +73,8 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if o.Client == nil || o.Cache == nil {
 		return nil, errors.New("csi controller: Client and Cache are required")
 	}
-	s := &Server{client: o.Client, cache: o.Cache, api: o.APIReader, clock: o.Clock, events: newNotifier()}
+	s := &Server{client: o.Client, cache: o.Cache, api: o.APIReader, clock: o.Clock, events: newNotifier(),
+		crossNode: o.CrossNodeRestore}
 	if s.api == nil {
 		s.api = o.Client
 	}

@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &topolvmv1.LogicalVolumeSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("LogicalVolumeStatus"):
 		return &topolvmv1.LogicalVolumeStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("TransferStatus"):
+		return &topolvmv1.TransferStatusApplyConfiguration{}
 
 	}
 	return nil

@@ -83,6 +83,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: source
       type:
         scalar: string
+    - name: sourceNode
+      type:
+        scalar: string
 - name: com.github.lvm-operator.lvm-operator.api.topolvm.v1.LogicalVolumeStatus
   map:
     fields:
@@ -106,9 +109,47 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+    - name: transfer
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.topolvm.v1.TransferStatus
     - name: volumeID
       type:
         scalar: string
+- name: com.github.lvm-operator.lvm-operator.api.topolvm.v1.TransferPhase
+  scalar: string
+- name: com.github.lvm-operator.lvm-operator.api.topolvm.v1.TransferStatus
+  map:
+    fields:
+    - name: attempt
+      type:
+        scalar: numeric
+    - name: completionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: copiedBytes
+      type:
+        scalar: numeric
+    - name: message
+      type:
+        scalar: string
+    - name: phase
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.topolvm.v1.TransferPhase
+    - name: sourceAddress
+      type:
+        scalar: string
+    - name: startTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: token
+      type:
+        scalar: string
+    - name: tokenAttempt
+      type:
+        scalar: numeric
+    - name: verifiedBytes
+      type:
+        scalar: numeric
 - name: io.k8s.apimachinery.pkg.api.resource.Quantity
   scalar: untyped
   list:

@@ -42,6 +42,11 @@ type LogicalVolumeSpecApplyConfiguration struct {
 	Source *string `json:"source,omitempty"`
 	// AccessType of a snapshot or clone: ro (snapshot) or rw (clone/restore).
 	AccessType *topolvmv1.AccessType `json:"accessType,omitempty"`
+	// SourceNode is the node of spec.source when it is another node than spec.nodeName (an lvms
+	// extension; TopoLVM has none): the LV is made on spec.nodeName and filled with a copy of the
+	// source's data, which node spec.nodeName's agent fetches from sourceNode's over the transfer
+	// channel (docs/mobility.md). The volume ID is set once the copy is complete and verified.
+	SourceNode *string `json:"sourceNode,omitempty"`
 }
 
 // LogicalVolumeSpecApplyConfiguration constructs a declarative configuration of the LogicalVolumeSpec type for use with
@@ -103,5 +108,13 @@ func (b *LogicalVolumeSpecApplyConfiguration) WithSource(value string) *LogicalV
 // If called multiple times, the AccessType field is set to the value of the last call.
 func (b *LogicalVolumeSpecApplyConfiguration) WithAccessType(value topolvmv1.AccessType) *LogicalVolumeSpecApplyConfiguration {
 	b.AccessType = &value
+	return b
+}
+
+// WithSourceNode sets the SourceNode field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SourceNode field is set to the value of the last call.
+func (b *LogicalVolumeSpecApplyConfiguration) WithSourceNode(value string) *LogicalVolumeSpecApplyConfiguration {
+	b.SourceNode = &value
 	return b
 }

@@ -41,6 +41,8 @@ type LogicalVolumeStatusApplyConfiguration struct {
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+	// Transfer is the progress of a copy from spec.sourceNode (an lvms extension).
+	Transfer *TransferStatusApplyConfiguration `json:"transfer,omitempty"`
 }
 
 // LogicalVolumeStatusApplyConfiguration constructs a declarative configuration of the LogicalVolumeStatus type for use with
@@ -99,5 +101,13 @@ func (b *LogicalVolumeStatusApplyConfiguration) WithConditions(values ...*metav1
 // If called multiple times, the ObservedGeneration field is set to the value of the last call.
 func (b *LogicalVolumeStatusApplyConfiguration) WithObservedGeneration(value int64) *LogicalVolumeStatusApplyConfiguration {
 	b.ObservedGeneration = &value
+	return b
+}
+
+// WithTransfer sets the Transfer field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Transfer field is set to the value of the last call.
+func (b *LogicalVolumeStatusApplyConfiguration) WithTransfer(value *TransferStatusApplyConfiguration) *LogicalVolumeStatusApplyConfiguration {
+	b.Transfer = value
 	return b
 }
