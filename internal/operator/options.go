@@ -42,8 +42,9 @@ type Options struct {
 	// CSISocket is where the CSI Identity and Controller services listen; empty runs none.
 	CSISocket string
 	// CrossNodeRestore places a snapshot restore on the node the scheduler selected, even another
-	// than the snapshot's, and has the node agents copy the data there (issue 41; off until its
-	// end-to-end proof lands).
+	// than the snapshot's, and has the node agents copy the data there (docs/mobility.md); off (the
+	// default until the end-to-end proof on the local cluster lands), a restore stays on its
+	// snapshot's node.
 	CrossNodeRestore bool
 	// ReleaseVolumes and DeleteClaims: see noderemoval.Options.
 	ReleaseVolumes, DeleteClaims bool
@@ -110,7 +111,7 @@ func (o *Options) AddFlags(fl *pflag.FlagSet) {
 		"CSI Identity+Controller socket for the sidecars; empty disables the CSI controller")
 	fl.BoolVar(&o.CrossNodeRestore, "cross-node-restore", false,
 		"restore a snapshot on the node the scheduler selected for its claim even when the snapshot is on another "+
-			"node: the node agents copy the data (docs/mobility.md)")
+			"node: the node agents copy the data (docs/mobility.md); false keeps every restore on its snapshot's node")
 }
 
 func (o *Options) addWebhookFlags(fl *pflag.FlagSet) {

@@ -1,11 +1,13 @@
 package transfer
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -45,8 +47,12 @@ func Whole(size uint64) Ranges {
 // limit of 4 MiB.
 const maxWireChunk = 4<<20 - 4096
 
-// ErrNotFound means a transfer's source LV does not exist.
-var ErrNotFound = errors.New("source volume not found")
+var (
+	// ErrNotFound means a transfer's source LV does not exist.
+	ErrNotFound = errors.New("source volume not found")
+	// ErrStalled means a Fetch got nothing from the source for Options.Idle.
+	ErrStalled = errors.New("transfer stalled")
+)
 
 // Server is the source node's Transfer service. It must be served over TLS that requires and
 // verifies client certificates issued by the operator: the client's node is the CommonName of its
@@ -132,13 +138,23 @@ func Fetch(ctx context.Context, c transferpb.TransferClient, token string, from 
 	if err != nil || from.Complete {
 		return from, err
 	}
+	idle := cmp.Or(o.Idle, DefaultIdle)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stalled := fmt.Errorf("%w: nothing from the source for %s", ErrStalled, idle)
+	watchdog := time.AfterFunc(idle, func() { cancel(stalled) })
+	defer watchdog.Stop()
 	stream, err := c.Read(ctx, &transferpb.ReadRequest{Token: token, FromOffset: from.Offset,
 		ChunkBytes: r.o.ChunkBytes, Dense: o.Dense})
 	if err != nil {
-		return from, fmt.Errorf("fetch: %w", err)
+		return from, fmt.Errorf("fetch: %w", errors.Join(err, context.Cause(ctx)))
 	}
 	for {
 		msg, err := stream.Recv()
+		watchdog.Reset(idle)
+		if err != nil && context.Cause(ctx) != nil && !errors.Is(err, io.EOF) {
+			err = errors.Join(err, context.Cause(ctx))
+		}
 		if errors.Is(err, io.EOF) {
 			return r.Finish()
 		}

@@ -89,7 +89,13 @@ func (f countingFile) ReadAt(p []byte, off int64) (int, error) {
 func serve(t *testing.T, p *pki, v *transfer.Verifier, src *os.File) (string, func() []uint64) {
 	var mu sync.Mutex
 	var calls []*atomic.Uint64
+	stuck := make(chan struct{})
+	t.Cleanup(func() { close(stuck) })
 	open := func(_ context.Context, vol transfer.Volume) (transfer.Source, error) {
+		if vol.LV == "stuck" { // a source that sends nothing until the test ends
+			return transfer.Source{Ranges: func(func(transfer.Range) error) error { <-stuck; return nil },
+				Size: 16 * mib, Dev: src, Release: func() error { return nil }}, nil
+		}
 		if vol.Class != "thin" || vol.LV != "snap" {
 			return transfer.Source{}, fmt.Errorf("%w: %s/%s", transfer.ErrNotFound, vol.Class, vol.LV)
 		}
@@ -202,6 +208,11 @@ func TestChannel(t *testing.T) {
 		if status.Code(errors.Unwrap(err)) != tc.want {
 			t.Errorf("%s: %v, want %s", name, err, tc.want)
 		}
+	}
+	// A source that sends nothing fails the fetch once Idle has passed.
+	if _, err := transfer.Fetch(ctx, nodeB, token("stuck"), transfer.Progress{}, device(t, "s", 16*mib, false),
+		transfer.Options{Idle: 200 * time.Millisecond}); !errors.Is(err, transfer.ErrStalled) {
+		t.Errorf("a stalled source: %v, want %v", err, transfer.ErrStalled)
 	}
 	// The token refused to node-c still serves node-b, once.
 	if _, err := transfer.Fetch(ctx, nodeB, tok, transfer.Progress{}, device(t, "y", 16*mib, false),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/thinmeta"
 )
@@ -60,7 +61,13 @@ type Options struct {
 	// Dense asks the source (Fetch) for every byte, not only its allocated ranges: for a target whose
 	// unwritten bytes do not read as zeros (a thick LV), so that none of a previous tenant's show.
 	Dense bool
+	// Idle ends a Fetch whose source sends nothing for this long (default DefaultIdle): a stalled
+	// connection fails the attempt instead of holding it for ever.
+	Idle time.Duration
 }
+
+// DefaultIdle is how long a Fetch waits for the source's next chunk by default.
+const DefaultIdle = 2 * time.Minute
 
 const (
 	defaultChunk      = 1 << 20
