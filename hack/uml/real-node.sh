@@ -4,10 +4,12 @@
 # PROVING-GROUND §D for why each step is here.
 #
 # Environment (set by dev/internal/devcluster): NODE_NAME, NODE_IP (10.100.0.N, the kubelet's
-# --node-ip), POD_CIDR, NODE_DIR (host dir with kubeconfig, kubelet.yaml, containerd.toml, cni/),
-# KUBELET, GUESTBRIDGE, API_TARGET (host 127.0.0.1:<apiserver port>), API_PORT (guest port of
-# the bridged apiserver), IMAGES (colon-separated OCI archives to import), LOG_DIR (shared with
-# the host), LOG_PREFIX (e.g. node-0). Logs: $LOG_DIR/$LOG_PREFIX-{containerd,kubelet,guestbridge}.log.
+# --node-ip), POD_CIDR, POD_NET (every node's pod networks, 10.244.0.0/16), NODE_DIR (host dir with
+# kubeconfig, kubelet.yaml, containerd.toml, cni/), KUBELET, GUESTBRIDGE, API_TARGET (host
+# 127.0.0.1:<apiserver port>), API_PORT (guest port of the bridged apiserver), REDIRECT_PORT
+# (guestbridge's listener for TCP to other nodes' pods), IMAGES (colon-separated OCI archives to
+# import), LOG_DIR (shared with the host), LOG_PREFIX (e.g. node-0).
+# Logs: $LOG_DIR/$LOG_PREFIX-{containerd,kubelet,guestbridge}.log.
 set -u
 
 log() { echo "real-node $NODE_NAME: $*"; }
@@ -18,10 +20,12 @@ fail() {
 started=$(date +%s)
 elapsed() { echo "$(($(date +%s) - started))s"; }
 
-# Kernel pieces: cgroup v2 (kubelet 1.37 refuses v1), netfilter for the Service DNAT, bridge and
-# veth for the pod network. Module autoload does not work in these guests.
+# Kernel pieces: cgroup v2 (kubelet 1.37 refuses v1), netfilter for the Service DNAT and the
+# traffic to other nodes' pods, bridge and veth for the pod network. Module autoload does not
+# work in these guests.
 for m in bridge veth x_tables ip_tables iptable_filter iptable_nat nf_conntrack nf_nat xt_nat \
-	xt_comment xt_mark xt_addrtype xt_conntrack xt_MASQUERADE iptable_mangle; do
+	xt_comment xt_mark xt_addrtype xt_conntrack xt_MASQUERADE iptable_mangle nf_reject_ipv4 \
+	ipt_REJECT; do
 	modprobe "$m" || fail "modprobe $m"
 done
 mount -t cgroup2 cgroup2 /sys/fs/cgroup || fail "mount cgroup2"
@@ -64,9 +68,26 @@ for chain in PREROUTING OUTPUT; do
 	iptables -t nat -A "$chain" -d 10.0.0.1/32 -p tcp --dport 443 \
 		-j DNAT --to-destination "127.0.0.1:$API_PORT" || fail "DNAT in $chain"
 done
+# Other nodes' pods: no network joins the guests, so TCP from this node or its pods to another
+# node's pod network goes to guestbridge's -redirect listener, which asks the host for a stream
+# to the original destination; the host carries it over the owning node's bridge. The node's own
+# pod network stays on cni0. The route only lets the node's own connections start (the DNAT
+# re-routes them to lo); anything else to other nodes' pods is unreachable, as before.
+ip route add "$POD_NET" dev lo src "$NODE_IP" || fail "route to other nodes' pods"
+for table in nat filter; do
+	iptables -t "$table" -N LVMS-NODE-NET || fail "chain LVMS-NODE-NET in $table"
+	iptables -t "$table" -A LVMS-NODE-NET -d "$POD_CIDR" -j RETURN || fail "own pod network in $table"
+done
+iptables -t nat -A LVMS-NODE-NET -p tcp -j DNAT --to-destination "127.0.0.1:$REDIRECT_PORT" ||
+	fail "DNAT of other nodes' pods"
+iptables -A LVMS-NODE-NET -j REJECT --reject-with icmp-net-unreachable || fail "REJECT of other nodes' pods"
+for hook in nat:PREROUTING nat:OUTPUT filter:FORWARD filter:OUTPUT; do
+	iptables -t "${hook%%:*}" -A "${hook#*:}" -d "$POD_NET" -j LVMS-NODE-NET || fail "LVMS-NODE-NET in $hook"
+done
 log "kernel, mounts and network set up ($(elapsed))"
 
 "$GUESTBRIDGE" -tty /dev/ttyS1 -forward "127.0.0.1:$API_PORT=$API_TARGET" -allow-net "$POD_CIDR" \
+	-redirect "127.0.0.1:$REDIRECT_PORT" \
 	-ready /run/lvms-node/bridge.ready >>"$LOG_DIR/$LOG_PREFIX-guestbridge.log" 2>&1 &
 bridge=$!
 containerd --config "$NODE_DIR/containerd.toml" >>"$LOG_DIR/$LOG_PREFIX-containerd.log" 2>&1 &

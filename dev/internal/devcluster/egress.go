@@ -12,8 +12,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"github.com/lvm-operator/lvm-operator/dev/internal/devcluster/bridge"
 )
 
 // The real nodes' addresses. Node i (0-based) has nodeIP(i) on its loopback interface (the
@@ -31,6 +29,9 @@ func podCIDR(i int) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(i + 1), 0}), 24)
 }
 
+// podNode is the node whose pod network podCIDR holds ip, an address in podNet.
+func podNode(ip netip.Addr) int { return int(ip.As4()[2]) - 1 }
+
 // egressConfig is the apiserver's EgressSelectorConfiguration: everything it sends to the
 // cluster (kubelets for logs, exec and port-forward; webhook and aggregated API endpoints) goes
 // through an HTTP CONNECT proxy on a unix socket.
@@ -45,13 +46,20 @@ egressSelections:
         udsName: %s
 `
 
+// nodeBridge is what the host needs of a node's bridge: streams to addresses inside the node
+// (*bridge.HostSession; fakes in tests).
+type nodeBridge interface {
+	Dial(ctx context.Context, target string) (net.Conn, error)
+}
+
 // egressProxy is the host's way into the real nodes: an HTTP CONNECT proxy on a unix socket
 // for the apiserver's "cluster" egress. CONNECT nodeIP(i):port is carried to port on node i's
 // loopback, CONNECT <pod IP in podCIDR(i)>:port to that pod address inside node i; everything
-// else is refused. Nothing is ever dialed on the host.
+// else is refused. Nothing is ever dialed on the host. The same routes carry the nodes' traffic
+// to each other's pods (relayFrom).
 type egressProxy struct {
 	mu       sync.Mutex
-	sessions map[int]*bridge.HostSession
+	sessions map[int]nodeBridge
 	ln       net.Listener
 	srv      *http.Server
 	done     chan struct{}
@@ -64,7 +72,7 @@ func startEgressProxy(path string, logTo io.Writer) (*egressProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
-	p := &egressProxy{sessions: map[int]*bridge.HostSession{}, ln: ln, done: make(chan struct{})}
+	p := &egressProxy{sessions: map[int]nodeBridge{}, ln: ln, done: make(chan struct{})}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(logTo, "egress-proxy: ", log.LstdFlags|log.Lmicroseconds)}
 	go func() {
@@ -75,7 +83,7 @@ func startEgressProxy(path string, logTo io.Writer) (*egressProxy, error) {
 }
 
 // register makes node i reachable through s.
-func (p *egressProxy) register(i int, s *bridge.HostSession) {
+func (p *egressProxy) register(i int, s nodeBridge) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sessions[i] = s
@@ -88,7 +96,7 @@ func (p *egressProxy) close() {
 }
 
 // route maps a CONNECT target to a node and the address to dial inside it.
-func (p *egressProxy) route(target string) (*bridge.HostSession, string, error) {
+func (p *egressProxy) route(target string) (nodeBridge, string, error) {
 	host, port, err := net.SplitHostPort(target)
 	if err != nil {
 		return nil, "", fmt.Errorf("target %q: %w", target, err)
@@ -103,17 +111,22 @@ func (p *egressProxy) route(target string) (*bridge.HostSession, string, error) 
 	case nodeNet.Contains(ip):
 		node, dial = int(ip.As4()[3])-1, net.JoinHostPort("127.0.0.1", port)
 	case podNet.Contains(ip):
-		node, dial = int(ip.As4()[2])-1, target
+		node, dial = podNode(ip), target
 	default:
 		return nil, "", fmt.Errorf("target %s is neither a node nor a pod address", target)
 	}
-	p.mu.Lock()
-	s := p.sessions[node]
-	p.mu.Unlock()
+	s := p.session(node)
 	if s == nil {
 		return nil, "", fmt.Errorf("target %s: no bridge to node %d", target, node)
 	}
 	return s, dial, nil
+}
+
+// session is node i's bridge, nil until it is registered.
+func (p *egressProxy) session(i int) nodeBridge {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sessions[i]
 }
 
 // ServeHTTP answers CONNECT requests by tunnelling them over the node's bridge.

@@ -128,7 +128,11 @@ func (c *cluster) connect(ctx context.Context, g *guest) error {
 		func(prefix, args string) { fmt.Fprintln(logFile, time.Now().Format(time.RFC3339Nano), prefix, args) },
 		funcr.Options{Verbosity: 1},
 	)
-	h, err := bridge.Host(hctx, g.line, bridge.Options{Allow: []string{"127.0.0.1:" + c.port(portAPIServer)}, Log: log})
+	opts := bridge.Options{Allow: []string{"127.0.0.1:" + c.port(portAPIServer)}, Log: log}
+	if c.egress != nil {
+		opts.Relay = c.egress.relayFrom(g.index) // the node's TCP to other nodes' pods
+	}
+	h, err := bridge.Host(hctx, g.line, opts)
 	g.line = nil // Host owns it now
 	if err != nil {
 		return c.guestFailure(g, err)
@@ -137,6 +141,11 @@ func (c *cluster) connect(ctx context.Context, g *guest) error {
 	if c.egress != nil {
 		c.egress.register(g.index, h)
 	}
+	go func() { // a bridge that ends on its own leaves the node unreachable: say why
+		if err := h.Wait(); err != nil {
+			log.Error(err, "Bridge ended")
+		}
+	}()
 	return nil
 }
 

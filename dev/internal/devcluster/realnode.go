@@ -160,6 +160,7 @@ func (c *cluster) realNodeEnv(i int, node, prefix string) map[string]string {
 		"NODE_DIR": c.l.NodeDir(node), "LOG_DIR": c.l.Logs(), "LOG_PREFIX": prefix,
 		"KUBELET": c.kube("kubelet"), "GUESTBRIDGE": c.cfg.GuestBridge,
 		"API_TARGET": "127.0.0.1:" + c.port(portAPIServer), "API_PORT": fmt.Sprint(GuestAPIPort),
+		"POD_NET": podNet.String(), "REDIRECT_PORT": fmt.Sprint(guestRedirectPort),
 		"IMAGES": strings.Join(c.cfg.Images, ":"),
 	}
 }

@@ -9,12 +9,10 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/lvm-operator/lvm-operator/dev/internal/devcluster/bridge"
 )
 
 func TestEgressRoute(t *testing.T) {
-	p := &egressProxy{sessions: map[int]*bridge.HostSession{0: {}, 1: {}}}
+	p := &egressProxy{sessions: map[int]nodeBridge{0: &fakeBridge{node: 0}, 1: &fakeBridge{node: 1}}}
 	for _, tc := range []struct {
 		target, dial string
 		node         int

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/yamux"
 )
@@ -163,6 +164,14 @@ func closeWrite(c io.Closer) error {
 		return cw.CloseWrite()
 	}
 	return c.Close()
+}
+
+// abort ends c in both directions at once and wakes its blocked calls. For a TCP connection that
+// is Close; a bridge stream (a relayed connection) is also woken by the deadline, since its Close
+// only ends the sending half.
+func abort(c net.Conn) {
+	_ = c.SetDeadline(time.Now())
+	_ = c.Close()
 }
 
 // isClosedErr reports errors that only say a connection is gone.

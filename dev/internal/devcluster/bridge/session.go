@@ -41,6 +41,11 @@ type Options struct {
 	// literal: networks that exist only inside this side's own namespaces, such as a guest
 	// node's pod network (the host reaches a webhook pod there).
 	AllowNets []netip.Prefix
+	// Relay, when set, serves the other side's requests for addresses that are neither loopback
+	// nor in AllowNets: instead of dialing, this side asks Relay for a connection to target from
+	// elsewhere, such as a stream over another guest's bridge (see [RelayFunc]). Its error is
+	// the refusal the other side sees.
+	Relay RelayFunc
 	// Log receives per-connection errors and, at V(1), connection events. The zero Logger
 	// discards.
 	Log logr.Logger
@@ -61,8 +66,12 @@ type Session struct {
 	log         logr.Logger
 	allow       map[string]bool
 	allowNets   []netip.Prefix
+	relay       RelayFunc
 	dialTimeout time.Duration
 	handshake   time.Duration
+	// originalDst reads where a redirected connection was headed (ForwardRedirected); tests
+	// replace it.
+	originalDst func(net.Conn) (netip.AddrPort, error)
 
 	mu        sync.Mutex
 	closed    bool
@@ -104,6 +113,8 @@ func start(line io.ReadWriteCloser, server bool, allow map[string]bool, opts Opt
 		log:         opts.Log,
 		allow:       allow,
 		allowNets:   opts.AllowNets,
+		relay:       opts.Relay,
+		originalDst: originalDst,
 		dialTimeout: opts.DialTimeout,
 		handshake:   opts.HandshakeTimeout,
 		done:        make(chan struct{}),
@@ -114,13 +125,7 @@ func start(line io.ReadWriteCloser, server bool, allow map[string]bool, opts Opt
 	if s.handshake <= 0 {
 		s.handshake = DefaultHandshakeTimeout
 	}
-	cfg := yamux.DefaultConfig()
-	// The line is a local socketpair: a dead peer closes it. Keepalive pings would only end the
-	// sessions of a single-CPU guest that is busy for a few seconds.
-	cfg.EnableKeepAlive = false
-	cfg.ConnectionWriteTimeout = time.Minute
-	cfg.LogOutput = nil
-	cfg.Logger = log.New(yamuxLog{s.log}, "", 0)
+	cfg := muxConfig(s.log)
 	var err error
 	if server {
 		s.mux, err = yamux.Server(s.line, cfg)
@@ -248,7 +253,7 @@ func (s *Session) Forward(listen, target string) (net.Addr, error) {
 	}
 	s.listeners = append(s.listeners, ln)
 	s.wg.Add(1)
-	go s.acceptLocal(ln, canon)
+	go s.acceptLocal(ln, canon, func(net.Conn) (string, error) { return canon, nil })
 	s.log.V(1).Info("Forwarding", "listen", ln.Addr().String(), "target", canon)
 	return ln.Addr(), nil
 }
@@ -259,33 +264,51 @@ func (s *Session) isClosed() bool {
 	return s.closed
 }
 
-// acceptLocal carries connections accepted on ln to target.
-func (s *Session) acceptLocal(ln net.Listener, target string) {
+// acceptLocal carries each connection accepted on ln to the address targetOf names for it (what,
+// for the logs, describes the targets).
+func (s *Session) acceptLocal(ln net.Listener, what string, targetOf func(net.Conn) (string, error)) {
 	defer s.wg.Done()
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if !s.isClosed() {
-				s.log.Error(err, "Forward listener failed", "listen", ln.Addr().String(), "target", target)
+				s.log.Error(err, "Forward listener failed", "listen", ln.Addr().String(), "target", what)
 			}
 			return
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), s.handshake)
-			st, err := s.Dial(ctx, target)
-			cancel()
-			if err != nil {
-				_ = c.Close()
-				if !s.isClosed() {
-					s.log.Error(err, "Cannot forward connection", "from", c.RemoteAddr().String(), "target", target)
-				}
-				return
-			}
-			s.pipe(c, st, target)
+			s.forwardConn(c, targetOf)
 		}()
 	}
+}
+
+// forwardConn carries the accepted connection c to the address targetOf names, as dialed by the
+// other side. When there is none, or the other side refuses, c is reset: its client sees an
+// error, not the end of an empty answer. When the session has ended, c is closed like every
+// connection the session carried.
+func (s *Session) forwardConn(c net.Conn, targetOf func(net.Conn) (string, error)) {
+	target, err := targetOf(c)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.handshake)
+		var st net.Conn
+		st, err = s.Dial(ctx, target)
+		cancel()
+		if err == nil {
+			s.pipe(c, st, target)
+			return
+		}
+	}
+	if s.mux.IsClosed() {
+		_ = c.Close()
+		return
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // Close sends a reset
+	}
+	_ = c.Close()
+	s.log.Error(err, "Cannot forward connection", "from", c.RemoteAddr().String(), "target", target)
 }
 
 // acceptStreams serves the streams the other side opens.
@@ -333,19 +356,21 @@ func (s *Session) serveStream(st *yamux.Stream) {
 	s.pipe(c, st, target)
 }
 
-// dialLocal dials target for the other side if the policy allows it.
+// dialLocal dials target for the other side if the policy allows it, or has Relay connect it.
 func (s *Session) dialLocal(target string) (net.Conn, error) {
 	ap, err := parseIPPort(target, false)
 	if err != nil {
 		return nil, err
 	}
 	canon := ap.String()
+	local := ap.Addr().IsLoopback() ||
+		slices.ContainsFunc(s.allowNets, func(p netip.Prefix) bool { return p.Contains(ap.Addr()) })
 	switch {
-	case !ap.Addr().IsLoopback():
-		if !slices.ContainsFunc(s.allowNets, func(p netip.Prefix) bool { return p.Contains(ap.Addr()) }) {
-			return nil, fmt.Errorf("address %q: %w", target, ErrNotLoopback)
-		}
-	case s.allow != nil && !s.allow[canon]:
+	case !local && s.relay != nil:
+		return s.relayTo(ap)
+	case !local:
+		return nil, fmt.Errorf("address %q: %w", target, ErrNotLoopback)
+	case ap.Addr().IsLoopback() && s.allow != nil && !s.allow[canon]:
 		return nil, fmt.Errorf("address %s is not in the allowed list", canon)
 	}
 	d := net.Dialer{Timeout: s.dialTimeout}
@@ -373,7 +398,7 @@ func (s *Session) pipe(local net.Conn, st net.Conn, target string) {
 		defer s.wg.Done()
 		select {
 		case <-s.mux.CloseChan():
-			_ = local.Close()
+			abort(local)
 		case <-finished:
 		}
 	}()
@@ -382,9 +407,9 @@ func (s *Session) pipe(local net.Conn, st net.Conn, target string) {
 		downErr = closeWrite(local)
 	}
 	if downErr != nil {
-		_ = local.Close() // ends the upstream copy too
+		abort(local) // ends the upstream copy too
 		// Keep reading so the other side is never stuck on flow control; the stream ends
-		// when the other side closes it, after yamux's close timeout, or with the session.
+		// when the other side closes it too, or with the session.
 		_, _ = io.Copy(io.Discard, st)
 	}
 	err := <-upErr
@@ -435,6 +460,23 @@ func (c *recordingConn) Write(p []byte) (int, error) {
 	n, err := c.ReadWriteCloser.Write(p)
 	c.record(err)
 	return n, err
+}
+
+// muxConfig is the yamux configuration of a bridge session, logging to l.
+func muxConfig(l logr.Logger) *yamux.Config {
+	cfg := yamux.DefaultConfig()
+	// The line is a local socketpair: a dead peer closes it. Keepalive pings would only end the
+	// sessions of a single-CPU guest that is busy for a few seconds.
+	cfg.EnableKeepAlive = false
+	cfg.ConnectionWriteTimeout = time.Minute
+	// A half-closed stream keeps receiving for as long as the other side sends, as a TCP
+	// connection does after shutdown(SHUT_WR). yamux's default (5 min) resets a stream that long
+	// after its Close whatever still flows: it cut a 256 MiB transfer between two nodes whose
+	// client had sent its request and half-closed (at 0.5 MB/s, after 132 MiB).
+	cfg.StreamCloseTimeout = 0
+	cfg.LogOutput = nil
+	cfg.Logger = log.New(yamuxLog{l}, "", 0)
+	return cfg
 }
 
 // yamuxLog routes yamux's log lines to a logr.Logger at V(1); the errors that matter surface
