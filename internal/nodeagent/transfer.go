@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 
@@ -126,15 +127,28 @@ func (f *fetcher) Fetch(ctx context.Context, req logicalvolume.Fetch, onCheckpoi
 		return req.From, fmt.Errorf("open target device: %w", err)
 	}
 	defer func() { _ = dev.Close() }()
+	size, err := dev.Seek(0, io.SeekEnd)
+	if err != nil {
+		return req.From, fmt.Errorf("size of the target device: %w", err)
+	}
 	p, err := transfer.Fetch(ctx, transferpb.NewTransferClient(conn), req.Token, req.From, deviceSink{dev},
-		transfer.Options{Dense: req.Dense, Limit: f.limit, OnCheckpoint: func(p transfer.Progress) error {
-			onCheckpoint(p)
-			return nil
-		}})
+		transfer.Options{Dense: req.Dense, Limit: f.limit, CheckpointBytes: checkpointBytes(uint64(size)),
+			OnCheckpoint: func(p transfer.Progress) error {
+				onCheckpoint(p)
+				return nil
+			}})
 	if status.Code(errors.Unwrap(err)) == codes.NotFound {
 		err = fmt.Errorf("%w: %w", transfer.ErrNotFound, err)
 	}
 	return p, err
+}
+
+// checkpointBytes is how much a copy into a device of size bytes writes between checkpoints: a
+// sixteenth of it, within 4 MiB and 256 MiB, so that a small volume's copy records its progress as
+// well as a large one's, and a checkpoint's read-back stays a small part of the work.
+func checkpointBytes(size uint64) uint64 {
+	const minimum, maximum = 4 << 20, 256 << 20
+	return min(max(size/16/(1<<20)*(1<<20), minimum), maximum)
 }
 
 // deviceSink writes a block device; its Sync flushes the device and drops its cached pages, so that
