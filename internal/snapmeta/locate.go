@@ -52,24 +52,34 @@ func (l *KubeLocator) Locate(ctx context.Context, id string) (string, string, er
 		return "", "", status.Errorf(codes.Internal, "snapshot %s: %d LogicalVolumes carry this ID", id, len(lvs.Items))
 	}
 	node := lvs.Items[0].Spec.NodeName
-	var pods corev1.PodList
-	if err := l.Client.List(
-		ctx,
-		&pods,
-		client.InNamespace(l.Namespace),
-		client.MatchingLabels(l.PodLabels),
-	); err != nil {
-		return "", "", status.Errorf(codes.Internal, "list node agent pods: %v", err)
+	addr, err := AgentAddress(ctx, l.Client, l.Namespace, l.PodLabels, node, l.Port)
+	if err != nil {
+		return "", "", status.Errorf(codes.Internal, "%v", err)
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" &&
-			p.DeletionTimestamp.IsZero() {
-			return node, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(l.Port)), nil
-		}
+	if addr != "" {
+		return node, addr, nil
 	}
 	return "", "", status.Error(
 		codes.Unavailable,
 		fmt.Sprintf("snapshot %s is on node %s, where no node agent runs", id, node),
 	)
+}
+
+// AgentAddress is host:port of the node agent Pod on node (a running Pod of namespace with labels,
+// by its pod IP), "" while none runs there.
+func AgentAddress(ctx context.Context, c client.Reader, namespace string, labels map[string]string, node string,
+	port int,
+) (string, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(labels)); err != nil {
+		return "", fmt.Errorf("list node agent pods: %w", err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" &&
+			p.DeletionTimestamp.IsZero() {
+			return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port)), nil
+		}
+	}
+	return "", nil
 }

@@ -5,8 +5,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +21,7 @@ import (
 	topolvmac "github.com/lvm-operator/lvm-operator/api/topolvm/v1/applyconfiguration/topolvm/v1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/logicalvolume"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
+	"github.com/lvm-operator/lvm-operator/internal/snapmeta"
 	"github.com/lvm-operator/lvm-operator/internal/transfer"
 )
 
@@ -140,7 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !needsToken(lv) {
 		return ctrl.Result{}, nil
 	}
-	addr, err := r.agentAddress(ctx, lv.Spec.SourceNode)
+	addr, err := snapmeta.AgentAddress(ctx, r.o.Pods, r.o.Namespace, r.o.AgentLabels, lv.Spec.SourceNode, r.o.Port)
 	if err != nil || addr == "" {
 		return ctrl.Result{RequeueAfter: agentMissingRetry}, err
 	}
@@ -197,21 +196,4 @@ func (r *Reconciler) event(ctx context.Context, lv *topolvmv1.LogicalVolume, typ
 		return
 	}
 	r.o.Recorder.Eventf(pvc, lv, typ, reason, "Copy", format, args...)
-}
-
-// agentAddress is the address of the Transfer service of node's agent ("" while none runs).
-func (r *Reconciler) agentAddress(ctx context.Context, node string) (string, error) {
-	var pods corev1.PodList
-	if err := r.o.Pods.List(ctx, &pods, client.InNamespace(r.o.Namespace),
-		client.MatchingLabels(r.o.AgentLabels)); err != nil {
-		return "", fmt.Errorf("list node agent pods: %w", err)
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" &&
-			p.DeletionTimestamp.IsZero() {
-			return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(r.o.Port)), nil
-		}
-	}
-	return "", nil
 }
