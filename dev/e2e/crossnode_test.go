@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
@@ -34,8 +35,8 @@ echo "sum=$(cat /data/big /data/f /data/d/small | sha256sum | cut -c1-64)"`
 
 var sumLine = regexp.MustCompile(`sum=([0-9a-f]{64})`)
 
-// TestCrossNodeRestore restores snapshots on the other node than theirs, where the restoring pod
-// must run, with the operator's --cross-node-restore: the operator places the restore on the node
+// TestCrossNodeRestore restores snapshots, and clones claims, on the other node than their source's,
+// where the restoring pod must run, with the operator's --cross-node-restore: the operator places the restore on the node
 // the scheduler selected and the node agents copy the snapshot's data there over the local
 // cluster's node-to-node relay (about 0.5 MB/s: the volumes are small). The data read on the other
 // node is the snapshot's (sha256 of the whole device for Block, of the files for Filesystem), the
@@ -48,12 +49,14 @@ func TestCrossNodeRestore(t *testing.T) {
 	defer e.crossNodeRestore(false)
 	for _, c := range []struct {
 		name, class, size string
-		block             bool
+		block, clone      bool
 		write, check      string
 	}{
-		{"thin-filesystem", thinClass, "1Gi", false, fileWrite, fileSum},
-		{"thin-block", thinClass, "1Gi", true, blockWrite, blockSum},
-		{"thick-block", thickClass, "32Mi", true, blockWrite, blockSum},
+		{"thin-filesystem", thinClass, "1Gi", false, false, fileWrite, fileSum},
+		{"thin-block", thinClass, "1Gi", true, false, blockWrite, blockSum},
+		{"thick-block", thickClass, "32Mi", true, false, blockWrite, blockSum},
+		{"thin-block-clone", thinClass, "1Gi", true, true, blockWrite, blockSum},
+		{"thick-block-clone", thickClass, "32Mi", true, true, blockWrite, blockSum},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := e.sub(t)
@@ -62,9 +65,13 @@ func TestCrossNodeRestore(t *testing.T) {
 			e.pod(n("writer"), n("src"), c.block, "", c.write)
 			writer, out := e.finished(n("writer"))
 			want := sumOf(t, out)
-			e.snapshot(n("snap"), c.class, n("src"))
 			other := e.otherNode(writer.Spec.NodeName)
-			e.claim(n("restored"), c.class, c.size, c.block, n("snap"))
+			if c.clone {
+				e.cloneClaim(n("restored"), c.class, c.size, c.block, n("src"))
+			} else {
+				e.snapshot(n("snap"), c.class, n("src"))
+				e.claim(n("restored"), c.class, c.size, c.block, n("snap"))
+			}
 			e.pod(n("reader"), n("restored"), c.block, other, c.check)
 			reader, out := e.finished(n("reader"))
 			if got := sumOf(t, out); got != want || reader.Spec.NodeName != other {
@@ -86,9 +93,46 @@ func TestCrossNodeRestore(t *testing.T) {
 			}
 			e.waitEvent(n("restored"), "CopyComplete", writer.Spec.NodeName)
 			e.snapshotLeftAlone(n("src"), writer.Spec.NodeName)
+			if c.clone {
+				if lv.Annotations["lvms.topolvm.io/copy-image"] != "true" {
+					t.Fatalf("the clone %s does not copy through an image: annotations %v", lv.Name, lv.Annotations)
+				}
+				e.imageGone(lv)
+				e.lvsMatchLogicalVolumes(writer.Spec.NodeName)
+			}
 		})
 	}
 	t.Run("faults", func(t *testing.T) { testCrossNodeRestoreFaults(e.sub(t)) })
+}
+
+// cloneClaim creates a claim cloned from the claim src.
+func (e *env) cloneClaim(name, class, size string, block bool, src string) {
+	e.t.Helper()
+	pvc := newClaim(name, class, size)
+	if block {
+		pvc.Spec.VolumeMode = new(corev1.PersistentVolumeBlock)
+	}
+	pvc.Spec.DataSourceRef = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: src}
+	e.create(pvc)
+}
+
+// imageGone waits until the image the operator made of a clone's source (a read-only snapshot on the
+// source's node, a LogicalVolume the clone controls) is deleted, its copy being complete.
+func (e *env) imageGone(clone *topolvmv1.LogicalVolume) {
+	e.t.Helper()
+	e.waitFor("the image of the clone's source deleted", func(ctx context.Context) (bool, string, error) {
+		var lvs topolvmv1.LogicalVolumeList
+		if err := e.c.List(ctx, &lvs); err != nil {
+			return false, "", err
+		}
+		var images []string
+		for _, lv := range lvs.Items {
+			if ref := metav1.GetControllerOf(&lv); ref != nil && ref.UID == clone.UID {
+				images = append(images, lv.Name)
+			}
+		}
+		return len(images) == 0, fmt.Sprintf("images %v", images), nil
+	})
 }
 
 // crossNodeRestore turns the operator's --cross-node-restore on or off and waits for the

@@ -23,6 +23,10 @@ const (
 	// AnnotationClaim names the claim (namespace/name) of a LogicalVolume copied from another node:
 	// the operator reports the copy on it.
 	AnnotationClaim = "lvms.topolvm.io/claim"
+	// AnnotationCopyImage marks a LogicalVolume cloned from a live volume on another node: its copy
+	// reads a read-only snapshot of the source (the image) that the operator makes on the source's node
+	// and removes once the copy is complete. Value "true".
+	AnnotationCopyImage = "lvms.topolvm.io/copy-image"
 	// CapacityAnnotationPrefix prefixes the annotation of a device class's bytes:
 	// capacity.topolvm.io/<deviceClass>, the free bytes on a Node and the requested bytes on a Pod.
 	CapacityAnnotationPrefix = "capacity.topolvm.io/"

@@ -25,7 +25,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/transfer"
 )
 
-// +kubebuilder:rbac:groups=topolvm.io,resources=logicalvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=topolvm.io,resources=logicalvolumes,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=topolvm.io,resources=logicalvolumes/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
@@ -88,7 +88,8 @@ func New(o Options) (*Reconciler, error) {
 	return &Reconciler{o: o}, nil
 }
 
-// SetupWithManager watches the LogicalVolumes that copy from another node.
+// SetupWithManager watches the LogicalVolumes that copy from another node, and the images of
+// clones (image.go), which wake their clone.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("transfertoken").
@@ -97,9 +98,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return ok && lv.Spec.SourceNode != ""
 		}), predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			lv := e.ObjectNew.(*topolvmv1.LogicalVolume)
-			return needsToken(lv) || justCompleted(lv, time.Now())
+			return needsToken(lv) || justCompleted(lv, time.Now()) || completedWithImage(lv)
 		}})).
+		Owns(&topolvmv1.LogicalVolume{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return strings.HasPrefix(o.GetName(), ImagePrefix)
+		}))).
 		Complete(r)
+}
+
+// completedWithImage reports whether lv is a clone whose copy is complete (its image is deleted).
+func completedWithImage(lv *topolvmv1.LogicalVolume) bool {
+	t := lv.Status.Transfer
+	return needsImage(lv) && t != nil && t.Phase == topolvmv1.TransferComplete
 }
 
 // needsToken reports whether the node waits for the token of its current attempt.
@@ -127,6 +137,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.o.Client.Get(ctx, req.NamespacedName, lv); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if completedWithImage(lv) {
+		if err := r.dropImage(ctx, lv); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if justCompleted(lv, r.o.Now()) {
 		if _, seen := r.completed.LoadOrStore(lv.UID, true); !seen {
 			t := lv.Status.Transfer
@@ -139,16 +154,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !needsToken(lv) {
 		return ctrl.Result{}, nil
 	}
+	// The source's volume ID is its LV's name on the source node, in the same device class (the CSI
+	// controller copies only within a class); a clone's source is its image. A source that is gone
+	// is reported by the source node's agent (NotFound), which fails the LogicalVolume.
+	source, err := r.imageSource(ctx, lv)
+	if err != nil || source == "" {
+		return ctrl.Result{}, err
+	}
 	addr, err := snapmeta.AgentAddress(ctx, r.o.Pods, r.o.Namespace, r.o.AgentLabels, lv.Spec.SourceNode, r.o.Port)
 	if err != nil || addr == "" {
 		return ctrl.Result{RequeueAfter: agentMissingRetry}, err
 	}
 	attempt := lv.Status.Transfer.Attempt
-	// The source's volume ID is its LV's name on the source node, in the same device class (the CSI
-	// controller copies only within a class). A source that is gone is reported by the source
-	// node's agent (NotFound), which fails the LogicalVolume.
 	token, err := transfer.Issue(r.o.Key, transfer.Claims{
-		Source:  transfer.Volume{Node: lv.Spec.SourceNode, Class: lv.Spec.DeviceClass, LV: lv.Spec.Source},
+		Source:  transfer.Volume{Node: lv.Spec.SourceNode, Class: lv.Spec.DeviceClass, LV: source},
 		Target:  transfer.Volume{Node: lv.Spec.NodeName, Class: lv.Spec.DeviceClass, LV: logicalvolume.LVName(lv)},
 		Expires: r.o.Now().Add(r.o.TTL),
 	})

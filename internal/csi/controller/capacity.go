@@ -156,17 +156,19 @@ const (
 // sourcePlacement is the node of a volume made from source (a snapshot or a volume): the source's
 // node unless the requisite topology excludes it or the scheduler selected another node for the
 // claim's first consumer (the claim's selected-node annotation, read when the provisioner passes the
-// claim's name), and the source is a snapshot: then that node, and the data is copied there. A clone
-// stays on its source's node (a live volume has no consistent image to copy yet).
+// claim's name): then that node, and the data is copied there (with --cross-node-restore; a clone's
+// copy reads a snapshot of its source, see transfertoken's image.go). Without it, every volume made
+// from a source stays on the source's node.
 func (s *Server) sourcePlacement(ctx context.Context, req *csi.CreateVolumeRequest, src *csi.VolumeContentSource,
 	source *topolvmv1.LogicalVolume,
 ) (string, error) {
 	top, node := req.GetAccessibilityRequirements(), source.Spec.NodeName
 	allowed := requisiteAllows(top, node)
-	if src.GetSnapshot() == nil || !s.crossNode {
+	if !s.crossNode {
 		if !allowed {
 			return "", fmt.Errorf("%w: the source %s is on node %s, which the requisite topology excludes; "+
-				"%s stay on their source's node", errInvalid, source.Spec.Name, node, staying(s.crossNode))
+				"snapshots and clones stay on their source's node (restores and clones move between nodes "+
+				"with the operator's --cross-node-restore)", errInvalid, source.Spec.Name, node)
 		}
 		return node, nil
 	}
@@ -185,15 +187,8 @@ func (s *Server) sourcePlacement(ctx context.Context, req *csi.CreateVolumeReque
 			return n, nil
 		}
 	}
-	return "", fmt.Errorf("%w: the topology names no node for a restore of the snapshot on node %s", errInvalid, node)
-}
-
-// staying names what stays on its source's node.
-func staying(crossNode bool) string {
-	if crossNode {
-		return "clones"
-	}
-	return "snapshots and clones (restores move between nodes with the operator's --cross-node-restore)"
+	return "", fmt.Errorf("%w: the topology names no node for a copy of %s on node %s", errInvalid,
+		source.Spec.Name, node)
 }
 
 // selectedNode is the node the scheduler selected for the claim being provisioned ("" when the

@@ -91,7 +91,7 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 		if err != nil {
 			return nil, err
 		}
-		claimOfCopy(lv, params)
+		annotateCopy(lv, params, src)
 	} else if lv.Spec.NodeName, err = s.pickNode(ctx, req.GetAccessibilityRequirements(), lv.Spec.DeviceClass); err != nil {
 		return nil, err
 	}
@@ -101,9 +101,9 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 
 // fromSource fills spec for a clone of a volume or a restore of a snapshot, in the source's device
 // class. On the source's node, the node makes a thin snapshot in a thin class; in a thick class it
-// copies a snapshot (a restore) and refuses a clone (lvmd.ThickCloneRefused). A restore placed on
-// another node (sourcePlacement) is a new LV there that its agent fills with a copy of the snapshot's
-// data from the source node (spec.sourceNode). It returns the size, raised to the source's.
+// copies a snapshot (a restore) and refuses a clone (lvmd.ThickCloneRefused). A restore or clone
+// placed on another node (sourcePlacement) is a new LV there that its agent fills with a copy of the
+// source's data from the source node (spec.sourceNode). It returns the size, raised to the source's.
 func (s *Server) fromSource(ctx context.Context, src *csi.VolumeContentSource, req *csi.CreateVolumeRequest,
 	spec *topolvmv1.LogicalVolumeSpec, size int64) (int64, error) {
 	id := src.GetSnapshot().GetSnapshotId()
@@ -272,16 +272,20 @@ func currentSize(lv *topolvmv1.LogicalVolume) int64 {
 	return lv.Spec.Size.Value()
 }
 
-// claimOfCopy names the claim of a volume copied from another node in its annotation
-// driver.AnnotationClaim, when the provisioner passed it: the operator reports the copy's progress
-// as events on the claim.
-func claimOfCopy(lv *topolvmv1.LogicalVolume, params map[string]string) {
-	name, ns := params[paramPVCName], params[paramPVCNamespace]
-	if lv.Spec.SourceNode == "" || name == "" || ns == "" {
+// annotateCopy annotates a volume copied from another node: with its claim (driver.AnnotationClaim),
+// when the provisioner passed it, on which the operator reports the copy's progress as events; and,
+// for a clone of a live volume, with driver.AnnotationCopyImage, so the copy reads a snapshot of it.
+func annotateCopy(lv *topolvmv1.LogicalVolume, params map[string]string, src *csi.VolumeContentSource) {
+	if lv.Spec.SourceNode == "" {
 		return
 	}
 	if lv.Annotations == nil {
 		lv.Annotations = map[string]string{}
 	}
-	lv.Annotations[driver.AnnotationClaim] = ns + "/" + name
+	if src.GetVolume() != nil {
+		lv.Annotations[driver.AnnotationCopyImage] = "true"
+	}
+	if name, ns := params[paramPVCName], params[paramPVCNamespace]; name != "" && ns != "" {
+		lv.Annotations[driver.AnnotationClaim] = ns + "/" + name
+	}
 }

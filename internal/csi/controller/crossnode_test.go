@@ -38,7 +38,7 @@ func claimSelecting(t *testing.T, node string) reqOpt {
 
 // TestCrossNodeRestorePlacement: with --cross-node-restore a restore goes where the scheduler
 // selected its claim's consumer, or where the requisite topology allows, and names the snapshot's node
-// as its source node; a clone stays on its source's node.
+// as its source node; so does a clone, which copies through an image of its source.
 func TestCrossNodeRestorePlacement(t *testing.T) {
 	srv.crossNode = true
 	t.Cleanup(func() { srv.crossNode = false })
@@ -54,21 +54,24 @@ func TestCrossNodeRestorePlacement(t *testing.T) {
 		opts       []reqOpt
 		want       codes.Code
 		node, from string
+		image      bool
 	}{
 		{"the scheduler selected another node", []reqOpt{restore, preferring(nodeB, nodeA),
-			claimSelecting(t, nodeB)}, codes.OK, nodeB, nodeA},
+			claimSelecting(t, nodeB)}, codes.OK, nodeB, nodeA, false},
 		{"the scheduler selected the snapshot's node", []reqOpt{restore, preferring(nodeA, nodeB),
-			claimSelecting(t, nodeA)}, codes.OK, nodeA, ""},
-		{"no selection: the snapshot's node", []reqOpt{restore, preferring(nodeB, nodeA)}, codes.OK, nodeA, ""},
+			claimSelecting(t, nodeA)}, codes.OK, nodeA, "", false},
+		{"no selection: the snapshot's node", []reqOpt{restore, preferring(nodeB, nodeA)}, codes.OK, nodeA, "", false},
 		{"a claim not selected yet: the snapshot's node", []reqOpt{restore, preferring(nodeB, nodeA),
-			claimSelecting(t, "")}, codes.OK, nodeA, ""},
-		{"the requisite excludes the snapshot's node", []reqOpt{restore, onNode(nodeB)}, codes.OK, nodeB, nodeA},
+			claimSelecting(t, "")}, codes.OK, nodeA, "", false},
+		{"the requisite excludes the snapshot's node", []reqOpt{restore, onNode(nodeB)}, codes.OK, nodeB, nodeA, false},
 		{"a selected node the requisite excludes is not taken", []reqOpt{restore, onNode(nodeB),
-			claimSelecting(t, nodeFull)}, codes.OK, nodeB, nodeA},
-		{"a clone stays", []reqOpt{fromVolume(src.GetVolumeId()), preferring(nodeB, nodeA),
-			claimSelecting(t, nodeB)}, codes.OK, nodeA, ""},
-		{"a clone the requisite sends elsewhere is refused", []reqOpt{fromVolume(src.GetVolumeId()),
-			onNode(nodeB)}, codes.InvalidArgument, "", ""},
+			claimSelecting(t, nodeFull)}, codes.OK, nodeB, nodeA, false},
+		{"a clone goes where the scheduler selected", []reqOpt{fromVolume(src.GetVolumeId()),
+			preferring(nodeB, nodeA), claimSelecting(t, nodeB)}, codes.OK, nodeB, nodeA, true},
+		{"a clone without a selection stays", []reqOpt{fromVolume(src.GetVolumeId()), preferring(nodeB, nodeA)},
+			codes.OK, nodeA, "", false},
+		{"a clone the requisite sends elsewhere", []reqOpt{fromVolume(src.GetVolumeId()), onNode(nodeB)},
+			codes.OK, nodeB, nodeA, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,6 +85,9 @@ func TestCrossNodeRestorePlacement(t *testing.T) {
 			if lv.Spec.NodeName != tt.node || lv.Spec.SourceNode != tt.from || lv.Spec.DeviceClass != "ssd" {
 				t.Errorf("node %q source node %q class %q, want %q, %q, ssd", lv.Spec.NodeName, lv.Spec.SourceNode,
 					lv.Spec.DeviceClass, tt.node, tt.from)
+			}
+			if image := lv.Annotations[driver.AnnotationCopyImage] == "true"; image != tt.image {
+				t.Errorf("annotation %s: %v, want %v", driver.AnnotationCopyImage, image, tt.image)
 			}
 			if top := v.GetVolume().GetAccessibleTopology(); len(top) != 1 ||
 				top[0].GetSegments()[driver.TopologyNodeKey] != tt.node {
