@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -14,6 +15,44 @@ type LVMClusterSpec struct {
 	// Storage lists the device classes.
 	// +optional
 	Storage Storage `json:"storage,omitempty"`
+
+	// Transfer configures the copies of volume data between nodes: restores and clones placed on
+	// another node than their source's (docs/mobility.md). An lvms extension: LVMS has no such field.
+	// +optional
+	Transfer *TransferSpec `json:"transfer,omitempty"`
+}
+
+// CrossNodePolicy says whether restores and clones may be placed on another node than their source's.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type CrossNodePolicy string
+
+const (
+	// CrossNodeEnabled places a restore or a clone on the node the scheduler selected for its pod, and
+	// the node agents copy the source's data there when that is another node.
+	CrossNodeEnabled CrossNodePolicy = "Enabled"
+	// CrossNodeDisabled keeps every restore and clone on its source's node, as LVMS and TopoLVM do.
+	CrossNodeDisabled CrossNodePolicy = "Disabled"
+)
+
+// TransferSpec configures the copies of volume data between nodes.
+type TransferSpec struct {
+	// CrossNode: Enabled lets restores and clones go to the node the scheduler selected for their pod,
+	// their data copied there; Disabled (the default) keeps them on their source's node. The operator's
+	// --cross-node-restore flag enables it for every LVMCluster.
+	// +optional
+	CrossNode CrossNodePolicy `json:"crossNode,omitempty"`
+
+	// Bandwidth caps the bytes per second one node writes for all its copies together, so that a copy
+	// does not starve the node's workloads (for example 100Mi); unset or 0: no limit.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!string(self).startsWith('-')",message="bandwidth is a non-negative quantity of bytes per second (for example 100Mi), or 0 for no limit"
+	Bandwidth *resource.Quantity `json:"bandwidth,omitempty"`
+}
+
+// CrossNode reports whether the cluster's restores and clones may be placed on another node than
+// their source's.
+func (c *LVMCluster) CrossNode() bool {
+	return c.Spec.Transfer != nil && c.Spec.Transfer.CrossNode == CrossNodeEnabled
 }
 
 // Storage is the storage layout of the cluster.

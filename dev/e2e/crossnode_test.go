@@ -6,16 +6,14 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
-	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 )
 
 // The writers of testCrossNodeRestore: scattered random data, then the sha256 of the whole device
@@ -36,7 +34,7 @@ echo "sum=$(cat /data/big /data/f /data/d/small | sha256sum | cut -c1-64)"`
 var sumLine = regexp.MustCompile(`sum=([0-9a-f]{64})`)
 
 // TestCrossNodeRestore restores snapshots, and clones claims, on the other node than their source's,
-// where the restoring pod must run, with the operator's --cross-node-restore: the operator places the restore on the node
+// where the restoring pod must run, with the LVMCluster's spec.transfer.crossNode Enabled: the operator places the restore on the node
 // the scheduler selected and the node agents copy the snapshot's data there over the local
 // cluster's node-to-node relay (about 0.5 MB/s: the volumes are small). The data read on the other
 // node is the snapshot's (sha256 of the whole device for Block, of the files for Filesystem), the
@@ -135,31 +133,32 @@ func (e *env) imageGone(clone *topolvmv1.LogicalVolume) {
 	})
 }
 
-// crossNodeRestore turns the operator's --cross-node-restore on or off and waits for the
-// operator's rollout.
+// crossNodeRestore sets the LVMCluster's spec.transfer.crossNode (Enabled or Disabled), as a user
+// does, and waits until the operator has seen that generation (the CSI controller reads the
+// LVMCluster from the operator's cache).
 func (e *env) crossNodeRestore(on bool) {
 	e.t.Helper()
-	var d appsv1.Deployment
-	key := client.ObjectKey{Namespace: operatorNS, Name: "lvms-operator"}
-	if err := e.c.Get(e.ctx(), key, &d); err != nil {
-		e.t.Fatal(err)
-	}
-	c := &d.Spec.Template.Spec.Containers[0]
-	c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--cross-node-restore") })
+	policy := lvmv1alpha1.CrossNodeDisabled
 	if on {
-		c.Args = append(c.Args, "--cross-node-restore")
+		policy = lvmv1alpha1.CrossNodeEnabled
 	}
-	if err := e.c.Update(e.ctx(), &d); err != nil {
+	c := &lvmv1alpha1.LVMCluster{}
+	key := client.ObjectKeyFromObject(e2eLVMCluster())
+	if err := e.c.Get(e.ctx(), key, c); err != nil {
 		e.t.Fatal(err)
 	}
-	e.waitFor(fmt.Sprintf("the operator rolled out with cross-node restores %t", on),
+	base := c.DeepCopy()
+	c.Spec.Transfer = &lvmv1alpha1.TransferSpec{CrossNode: policy}
+	if err := e.c.Patch(e.ctx(), c, client.MergeFrom(base)); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitFor(fmt.Sprintf("the operator saw spec.transfer.crossNode %s", policy),
 		func(ctx context.Context) (bool, string, error) {
-			if err := e.c.Get(ctx, key, &d); err != nil {
+			if err := e.c.Get(ctx, key, c); err != nil {
 				return false, "", err
 			}
-			s := d.Status
-			return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == *d.Spec.Replicas &&
-				s.AvailableReplicas == *d.Spec.Replicas && s.Replicas == *d.Spec.Replicas, fmt.Sprintf("%+v", s), nil
+			return c.Status.ObservedGeneration >= c.Generation,
+				fmt.Sprintf("generation %d, observed %d", c.Generation, c.Status.ObservedGeneration), nil
 		})
 }
 

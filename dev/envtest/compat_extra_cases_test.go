@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -172,5 +173,24 @@ func zoneNodes(t *testing.T) {
 			t.Fatalf("create node: %v", err)
 		}
 		t.Cleanup(func() { _ = k8s.Delete(ctx, n) })
+	}
+}
+
+// extensionCases are the rows E1-E2: fields of ours that upstream does not have.
+func extensionCases() []compatCase {
+	transfer := func(t lvmv1alpha1.TransferSpec) []clusterOpt {
+		return []clusterOpt{func(c *lvmv1alpha1.LVMCluster) { c.Spec.Transfer = &t }}
+	}
+	bandwidth := func(q string) []clusterOpt {
+		return transfer(lvmv1alpha1.TransferSpec{Bandwidth: new(resource.MustParse(q))})
+	}
+	return []compatCase{
+		{rule: "E1", name: "crossNode Enabled", create: transfer(lvmv1alpha1.TransferSpec{CrossNode: "Enabled"})},
+		{rule: "E1", name: "crossNode unknown", create: transfer(lvmv1alpha1.TransferSpec{CrossNode: "Always"}),
+			by: byCRD, want: []string{"spec.transfer.crossNode", `Unsupported value: "Always"`}},
+		{rule: "E2", name: "bandwidth 100Mi", create: bandwidth("100Mi")},
+		{rule: "E2", name: "bandwidth 0", create: bandwidth("0")},
+		{rule: "E2", name: "bandwidth negative", create: bandwidth("-1Mi"),
+			by: byCRD, want: []string{"spec.transfer.bandwidth", "non-negative quantity"}},
 	}
 }

@@ -45,6 +45,7 @@ func TestAPICompat(t *testing.T) {
 	var cases []compatCase
 	for _, group := range [][]compatCase{
 		schemaCases(), storageClassSchemaCases(), webhookRuleCases(), thinAndLabelCases(), updateCases(), extraCases(),
+		extensionCases(),
 	} {
 		cases = append(cases, group...)
 	}

@@ -45,7 +45,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	if o.CSISocket != "" {
-		if err := csicontroller.AddToManager(ctx, mgr, o.CSISocket, o.CrossNodeRestore); err != nil {
+		if err := csicontroller.AddToManager(
+			ctx,
+			mgr,
+			o.CSISocket,
+			crossNodePolicy(o.CrossNodeRestore, mgr.GetCache(), o.Namespace),
+		); err != nil {
 			return err
 		}
 	}

@@ -41,10 +41,9 @@ type Options struct {
 	PodMutatingWebhook bool
 	// CSISocket is where the CSI Identity and Controller services listen; empty runs none.
 	CSISocket string
-	// CrossNodeRestore places a snapshot restore on the node the scheduler selected, even another
-	// than the snapshot's, and has the node agents copy the data there (docs/mobility.md); off (the
-	// default until the end-to-end proof on the local cluster lands), a restore stays on its
-	// snapshot's node.
+	// CrossNodeRestore places restores and clones on the node the scheduler selected, even another
+	// than their source's, and has the node agents copy the data there (docs/mobility.md), whatever
+	// the LVMClusters say; off (the default), an LVMCluster's spec.transfer.crossNode decides.
 	CrossNodeRestore bool
 	// ReleaseVolumes and DeleteClaims: see noderemoval.Options.
 	ReleaseVolumes, DeleteClaims bool
@@ -110,8 +109,9 @@ func (o *Options) AddFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&o.CSISocket, "csi-socket", "/run/topolvm/csi-topolvm.sock",
 		"CSI Identity+Controller socket for the sidecars; empty disables the CSI controller")
 	fl.BoolVar(&o.CrossNodeRestore, "cross-node-restore", false,
-		"restore a snapshot on the node the scheduler selected for its claim even when the snapshot is on another "+
-			"node: the node agents copy the data (docs/mobility.md); false keeps every restore on its snapshot's node")
+		"place restores and clones on the node the scheduler selected for their claim even when the source is on "+
+			"another node: the node agents copy the data (docs/mobility.md); false leaves it to the LVMCluster's "+
+			"spec.transfer.crossNode")
 }
 
 func (o *Options) addWebhookFlags(fl *pflag.FlagSet) {

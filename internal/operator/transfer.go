@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/controller/transfersigner"
@@ -48,4 +51,25 @@ func setupTransfer(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("set up the transfer token issuer: %w", err)
 	}
 	return nil
+}
+
+// crossNodePolicy is the CSI controller's Options.CrossNode: restores and clones may move between nodes
+// when the flag says so, or an LVMCluster of the operator's namespace (read from the cache) that is not
+// being deleted has spec.transfer.crossNode Enabled.
+func crossNodePolicy(flag bool, r client.Reader, namespace string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		if flag {
+			return true, nil
+		}
+		var list lvmv1alpha1.LVMClusterList
+		if err := r.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			return false, fmt.Errorf("list LVMClusters: %w", err)
+		}
+		for i := range list.Items {
+			if c := &list.Items[i]; c.DeletionTimestamp.IsZero() && c.CrossNode() {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 }

@@ -70,6 +70,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ThinPoolCapacityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ThinPoolConfig"):
 		return &apiv1alpha1.ThinPoolConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TransferSpec"):
+		return &apiv1alpha1.TransferSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VGCapacity"):
 		return &apiv1alpha1.VGCapacityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VGStatus"):

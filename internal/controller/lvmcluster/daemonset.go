@@ -82,12 +82,16 @@ func mount(name, path string) *corev1ac.VolumeMountApplyConfiguration {
 	return corev1ac.VolumeMount().WithName(name).WithMountPath(path)
 }
 
-// nodeArgs are the arguments of the node agent's container.
-func nodeArgs(opts Options) []string {
+// nodeArgs are the arguments of the node agent's container; c's spec.transfer.bandwidth caps its
+// copies.
+func nodeArgs(c *lvmv1alpha1.LVMCluster, opts Options) []string {
 	args := []string{
 		"node", "--node-name=$(NODE_NAME)", "--namespace=$(POD_NAMESPACE)", "--csi-socket=" + csiSocketInPod,
 		fmt.Sprintf("--metrics-bind-address=:%d", nodeMetricsPort), "--cluster-id=" + opts.ClusterID,
 		fmt.Sprintf("--transfer-address=:%d", TransferPort),
+	}
+	if t := c.Spec.Transfer; t != nil && t.Bandwidth != nil && !t.Bandwidth.IsZero() {
+		args = append(args, "--transfer-bandwidth="+t.Bandwidth.String())
 	}
 	if opts.Profiling {
 		args = append(args, "--profiling")
@@ -106,7 +110,7 @@ func nodeDaemonSetFor(c *lvmv1alpha1.LVMCluster, opts Options) *appsv1ac.DaemonS
 	bidirectional := corev1.MountPropagationBidirectional
 	agent := corev1ac.Container().WithName("node").WithImage(opts.NodeImage).
 		WithImagePullPolicy(opts.ImagePullPolicy).
-		WithArgs(nodeArgs(opts)...).
+		WithArgs(nodeArgs(c, opts)...).
 		WithEnv(
 			corev1ac.EnvVar().WithName("NODE_NAME").WithValueFrom(corev1ac.EnvVarSource().
 				WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("spec.nodeName"))),

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -176,5 +177,39 @@ func TestNodeAgentGetsTimeToFinishItsCommands(t *testing.T) {
 	if grace == nil || time.Duration(*grace)*time.Second <= exec.DefaultTimeout {
 		t.Fatalf("terminationGracePeriodSeconds %v, want more than one command's deadline (%v)", grace,
 			exec.DefaultTimeout)
+	}
+}
+
+// TestNodeAgentTransferBandwidth: spec.transfer.bandwidth becomes the node agent's
+// --transfer-bandwidth; unset or 0 sets no limit.
+func TestNodeAgentTransferBandwidth(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		transfer *lvmv1alpha1.TransferSpec
+		want     string
+	}{
+		{"no transfer settings", nil, ""},
+		{"zero: no limit", &lvmv1alpha1.TransferSpec{Bandwidth: new(resource.MustParse("0"))}, ""},
+		{"a limit", &lvmv1alpha1.TransferSpec{Bandwidth: new(resource.MustParse("100Mi"))}, "--transfer-bandwidth=100Mi"},
+		{"decimal", &lvmv1alpha1.TransferSpec{Bandwidth: new(resource.MustParse("1.5G"))}, "--transfer-bandwidth=1500M"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testCluster()
+			c.Spec.Transfer = tt.transfer
+			ds := rendered[appsv1.DaemonSet](
+				t,
+				nodeDaemonSetFor(c, Options{Namespace: "lvms-system", NodeImage: "lvms"}),
+			)
+			args := containerNamed(t, &ds.Spec.Template.Spec, "node").Args
+			got := ""
+			for _, a := range args {
+				if strings.HasPrefix(a, "--transfer-bandwidth") {
+					got = a
+				}
+			}
+			if got != tt.want {
+				t.Errorf("args %q: bandwidth %q, want %q", args, got, tt.want)
+			}
+		})
 	}
 }

@@ -156,19 +156,23 @@ const (
 // sourcePlacement is the node of a volume made from source (a snapshot or a volume): the source's
 // node unless the requisite topology excludes it or the scheduler selected another node for the
 // claim's first consumer (the claim's selected-node annotation, read when the provisioner passes the
-// claim's name): then that node, and the data is copied there (with --cross-node-restore; a clone's
-// copy reads a snapshot of its source, see transfertoken's image.go). Without it, every volume made
-// from a source stays on the source's node.
-func (s *Server) sourcePlacement(ctx context.Context, req *csi.CreateVolumeRequest, src *csi.VolumeContentSource,
+// claim's name): then that node, and the data is copied there, when copies between nodes are enabled
+// (Options.CrossNode; a clone's copy reads a snapshot of its source, see transfertoken's image.go).
+// Otherwise every volume made from a source stays on the source's node.
+func (s *Server) sourcePlacement(ctx context.Context, req *csi.CreateVolumeRequest,
 	source *topolvmv1.LogicalVolume,
 ) (string, error) {
 	top, node := req.GetAccessibilityRequirements(), source.Spec.NodeName
 	allowed := requisiteAllows(top, node)
-	if !s.crossNode {
+	crossNode, err := s.crossNode(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read whether copies between nodes are enabled: %w", err)
+	}
+	if !crossNode {
 		if !allowed {
 			return "", fmt.Errorf("%w: the source %s is on node %s, which the requisite topology excludes; "+
 				"snapshots and clones stay on their source's node (restores and clones move between nodes "+
-				"with the operator's --cross-node-restore)", errInvalid, source.Spec.Name, node)
+				"with the LVMCluster's spec.transfer.crossNode: Enabled)", errInvalid, source.Spec.Name, node)
 		}
 		return node, nil
 	}

@@ -125,7 +125,7 @@ func (s *Server) fromSource(ctx context.Context, src *csi.VolumeContentSource, r
 			spec.DeviceClass, source.Spec.DeviceClass)
 	}
 	spec.DeviceClass = source.Spec.DeviceClass
-	if spec.NodeName, err = s.sourcePlacement(ctx, req, src, source); err != nil {
+	if spec.NodeName, err = s.sourcePlacement(ctx, req, source); err != nil {
 		return 0, err
 	}
 	if spec.NodeName != source.Spec.NodeName {

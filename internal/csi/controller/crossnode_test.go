@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -36,12 +37,13 @@ func claimSelecting(t *testing.T, node string) reqOpt {
 	}
 }
 
-// TestCrossNodeRestorePlacement: with --cross-node-restore a restore goes where the scheduler
+// TestCrossNodeRestorePlacement: with copies between nodes enabled a restore goes where the scheduler
 // selected its claim's consumer, or where the requisite topology allows, and names the snapshot's node
 // as its source node; so does a clone, which copies through an image of its source.
 func TestCrossNodeRestorePlacement(t *testing.T) {
-	srv.crossNode = true
-	t.Cleanup(func() { srv.crossNode = false })
+	off := srv.crossNode
+	srv.crossNode = func(context.Context) (bool, error) { return true, nil }
+	t.Cleanup(func() { srv.crossNode = off })
 	src := mustCreate(t, createReq(uniqueName("src"), withParam(driver.ParamDeviceClass, "ssd")))
 	snap, err := srv.CreateSnapshot(testCtx(t), &csi.CreateSnapshotRequest{Name: uniqueName("snap"),
 		SourceVolumeId: src.GetVolumeId()})

@@ -48,10 +48,10 @@ type Options struct {
 	// Clock is used for all timing the controller does (today: only measuring waits for the log). Nil
 	// means the real clock. Tests pass a fake clock that never advances to prove no call waits on time.
 	Clock clock.Clock
-	// CrossNodeRestore lets a snapshot restore be placed on another node than the snapshot's, its
-	// data copied there by the node agents (sourcePlacement); off, a restore stays on the snapshot's
-	// node.
-	CrossNodeRestore bool
+	// CrossNode reports, at each CreateVolume from a source, whether a restore or a clone may be
+	// placed on another node than its source's, its data copied there by the node agents
+	// (sourcePlacement); false, or nil, keeps it on the source's node.
+	CrossNode func(context.Context) (bool, error)
 }
 
 // Server is the CSI Controller service.
@@ -64,8 +64,8 @@ type Server struct {
 	clock  clock.Clock
 	locks  lvmcsi.VolumeLocks
 	events *notifier
-	// crossNode: Options.CrossNodeRestore.
-	crossNode bool
+	// crossNode: Options.CrossNode.
+	crossNode func(context.Context) (bool, error)
 }
 
 // New registers the LogicalVolume index and event handler on o.Cache and returns the service.
@@ -74,12 +74,15 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, errors.New("csi controller: Client and Cache are required")
 	}
 	s := &Server{client: o.Client, cache: o.Cache, api: o.APIReader, clock: o.Clock, events: newNotifier(),
-		crossNode: o.CrossNodeRestore}
+		crossNode: o.CrossNode}
 	if s.api == nil {
 		s.api = o.Client
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
+	}
+	if s.crossNode == nil {
+		s.crossNode = func(context.Context) (bool, error) { return false, nil }
 	}
 	lv := &topolvmv1.LogicalVolume{}
 	if err := o.Cache.IndexField(ctx, lv, IndexVolumeID, indexVolumeID); err != nil {

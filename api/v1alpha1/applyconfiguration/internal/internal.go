@@ -41,6 +41,8 @@ var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.ChunkSizeCalculationPolicy
   scalar: string
+- name: com.github.lvm-operator.lvm-operator.api.v1alpha1.CrossNodePolicy
+  scalar: string
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.DeviceClass
   map:
     fields:
@@ -153,6 +155,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: io.k8s.api.core.v1.Toleration
           elementRelationship: atomic
+    - name: transfer
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.TransferSpec
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.LVMClusterStatus
   map:
     fields:
@@ -398,6 +403,15 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 90
+- name: com.github.lvm-operator.lvm-operator.api.v1alpha1.TransferSpec
+  map:
+    fields:
+    - name: bandwidth
+      type:
+        namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: crossNode
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.CrossNodePolicy
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGCapacity
   map:
     fields:

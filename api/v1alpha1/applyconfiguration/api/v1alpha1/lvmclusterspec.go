@@ -31,6 +31,9 @@ type LVMClusterSpecApplyConfiguration struct {
 	Tolerations []v1.Toleration `json:"tolerations,omitempty"`
 	// Storage lists the device classes.
 	Storage *StorageApplyConfiguration `json:"storage,omitempty"`
+	// Transfer configures the copies of volume data between nodes: restores and clones placed on
+	// another node than their source's (docs/mobility.md). An lvms extension: LVMS has no such field.
+	Transfer *TransferSpecApplyConfiguration `json:"transfer,omitempty"`
 }
 
 // LVMClusterSpecApplyConfiguration constructs a declarative configuration of the LVMClusterSpec type for use with
@@ -54,5 +57,13 @@ func (b *LVMClusterSpecApplyConfiguration) WithTolerations(values ...v1.Tolerati
 // If called multiple times, the Storage field is set to the value of the last call.
 func (b *LVMClusterSpecApplyConfiguration) WithStorage(value *StorageApplyConfiguration) *LVMClusterSpecApplyConfiguration {
 	b.Storage = value
+	return b
+}
+
+// WithTransfer sets the Transfer field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Transfer field is set to the value of the last call.
+func (b *LVMClusterSpecApplyConfiguration) WithTransfer(value *TransferSpecApplyConfiguration) *LVMClusterSpecApplyConfiguration {
+	b.Transfer = value
 	return b
 }
