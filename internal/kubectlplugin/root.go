@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -100,8 +103,9 @@ func newRootCommand(streams genericiooptions.IOStreams, o *rootOptions) *cobra.C
 		Long: "kubectl lvms reads the objects of the LVM operator (LVMCluster, LVMVolumeGroupNodeStatus,\n" +
 			"LogicalVolume) and of Kubernetes (PersistentVolumes, claims, nodes, events) and explains them.\n" +
 			"Every command only reads, except plan: it creates an LVMCluster in dry-run\n" +
-			"(" + lvmv1alpha1.DryRunAnnotation + ": \"true\") to preview what each node would do with it.\n" +
-			"No command touches a disk.",
+			"(" + lvmv1alpha1.DryRunAnnotation + ": \"true\") to preview what each node would do with it;\n" +
+			"and move, which moves a claim's data to another node after it said what it will do and asked.\n" +
+			"No command touches a disk directly.",
 		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl lvms"},
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
@@ -152,6 +156,8 @@ func (o *rootOptions) subcommands() []*cobra.Command {
 			RunE:  o.run(RunWhy),
 		},
 		o.planCommand(),
+		o.moveCommand(),
+		o.evacuateCommand(),
 		o.versionCommand(),
 	}
 }
@@ -191,6 +197,88 @@ func (o *rootOptions) planCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", DefaultPlanTimeout,
 		"how long to wait for every node's plan")
 	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+// moveCommand is kubectl lvms move pvc/NAME --to NODE.
+func (o *rootOptions) moveCommand() *cobra.Command {
+	opts := MoveOptions{}
+	cmd := &cobra.Command{
+		Use:   "move pvc/NAME --to NODE",
+		Short: "Move a bound claim's data to another node and bind the claim there (docs/mobility.md)",
+		Long: "move copies the data of a bound claim of the namespace to NODE and rebinds the claim there: a new\n" +
+			"volume on NODE is filled with a copy of the claim's volume (node agent to node agent, verified), a\n" +
+			"new PV is made for it, and the claim is deleted and created again under the same name, labels,\n" +
+			"annotations and owner references, bound to the new PV. The old volume is deleted only once the\n" +
+			"claim is Bound on NODE. move says what it will do and asks first (--yes does not ask).\n\n" +
+			"The claim's pods must not run during the copy: move refuses while a pod uses the claim, unless\n" +
+			"--stop-workload: then it cordons the claim's node, deletes the pods that use the claim (their\n" +
+			"controller's replacements wait, Pending) and uncordons the node at the end; the replacements\n" +
+			"start on NODE. An interrupted move resumes when the same command is run again.",
+		Example: "  kubectl lvms move pvc/data-db-0 --to worker-2\n" +
+			"  kubectl lvms move pvc/data-db-0 --to worker-2 --stop-workload --yes -n prod",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, ok := strings.CutPrefix(args[0], "pvc/")
+			if !ok {
+				name, ok = strings.CutPrefix(args[0], "persistentvolumeclaim/")
+			}
+			if !ok || name == "" {
+				return fmt.Errorf("move takes pvc/NAME, not %q", args[0])
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			opts.Options = Options{OperatorNamespace: o.operatorNamespace, Namespace: ns, Output: o.output}
+			opts.Claim, opts.In = name, cmd.InOrStdin()
+			f, isFile := cmd.OutOrStdout().(*os.File)
+			opts.Terminal = isFile && term.IsTerminal(int(f.Fd()))
+			return RunMove(cmd.Context(), c, opts, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&opts.To, "to", "", "the node to move the claim's data to")
+	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "move without asking")
+	cmd.Flags().BoolVar(&opts.StopWorkload, "stop-workload", false,
+		"delete the pods that use the claim and keep their replacements Pending until the claim is on the new node")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", DefaultMoveTimeout, "how long the whole move may take")
+	_ = cmd.MarkFlagRequired("to")
+	return cmd
+}
+
+// evacuateCommand is kubectl lvms evacuate NODE.
+func (o *rootOptions) evacuateCommand() *cobra.Command {
+	opts := EvacuateOptions{}
+	cmd := &cobra.Command{
+		Use:   "evacuate NODE",
+		Short: "Move every claim whose volume is on NODE to the other nodes, one at a time (docs/mobility.md)",
+		Long: "evacuate cordons NODE and moves each bound claim whose volume is on it, as move does, to the\n" +
+			"schedulable node with the most free space in its device class, one claim at a time (a StatefulSet\n" +
+			"never has more than one replica stopped). It shows the whole plan and asks once (--yes does not\n" +
+			"ask); snapshots and volumes without a claim stay and are listed. It refuses while pods use the\n" +
+			"claims unless --stop-workload. Run again after an interruption, it resumes. NODE stays cordoned.",
+		Example: "  kubectl lvms evacuate worker-1\n  kubectl lvms evacuate worker-1 --stop-workload --yes",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			opts.Options = Options{OperatorNamespace: o.operatorNamespace, Output: o.output}
+			opts.Node, opts.In = args[0], cmd.InOrStdin()
+			f, isFile := cmd.OutOrStdout().(*os.File)
+			opts.Terminal = isFile && term.IsTerminal(int(f.Fd()))
+			return RunEvacuate(cmd.Context(), c, opts, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "evacuate without asking")
+	cmd.Flags().BoolVar(&opts.StopWorkload, "stop-workload", false,
+		"delete the pods that use each claim when its move starts; their replacements wait until it is done")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", DefaultMoveTimeout, "how long each claim's move may take")
 	return cmd
 }
 

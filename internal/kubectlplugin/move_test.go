@@ -1,0 +1,284 @@
+package kubectlplugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
+)
+
+// The move world: claim prod/data-db-0 (labels, an annotation, an owner) bound to PV pv-old, LV
+// "old-lv" of LogicalVolume pv-old on node-a; node-b has room in class thin; pod db-0 uses the claim.
+func moveWorld() []client.Object {
+	size := resource.MustParse("1Gi")
+	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "sts-uid"}
+	return []client.Object{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a",
+			Annotations: map[string]string{driver.CapacityAnnotation("thin"): "10737418240"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b",
+			Annotations: map[string]string{driver.CapacityAnnotation("thin"): "10737418240"}}},
+		&corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "data-db-0", Namespace: "prod", UID: "claim-uid",
+				Labels: map[string]string{"app": "db"}, OwnerReferences: []metav1.OwnerReference{owner},
+				Annotations: map[string]string{"team": "storage", "pv.kubernetes.io/bind-completed": "yes",
+					"volume.kubernetes.io/selected-node": "node-a"}},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				StorageClassName: new("lvms-thin"),
+				VolumeName:       "pv-old",
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceStorage: size},
+				},
+			},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
+		},
+		&corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: "pv-old", UID: "pv-uid",
+				Annotations: map[string]string{provisionedByAnnotation: driver.Name}},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+				StorageClassName:              "lvms-thin",
+				ClaimRef: &corev1.ObjectReference{
+					Namespace: "prod",
+					Name:      "data-db-0",
+					UID:       "claim-uid",
+				},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+					Driver: driver.Name, VolumeHandle: "old-lv", FSType: "xfs"}},
+			},
+		},
+		&topolvmv1.LogicalVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: "pv-old"},
+			Spec: topolvmv1.LogicalVolumeSpec{
+				Name:        "pv-old",
+				NodeName:    "node-a",
+				DeviceClass: "thin",
+				Size:        size,
+			},
+			Status: topolvmv1.LogicalVolumeStatus{VolumeID: "old-lv", CurrentSize: &size},
+		},
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "prod"},
+			Spec: corev1.PodSpec{NodeName: "node-a", Volumes: []corev1.Volume{{Name: "data",
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+					ClaimName: "data-db-0"}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		},
+	}
+}
+
+func moveClient(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithStatusSubresource(&topolvmv1.LogicalVolume{}, &corev1.PersistentVolumeClaim{}).Build()
+}
+
+// simulate plays the node agents, the operator and the PV controller until ctx ends: it completes the
+// copy of a new LogicalVolume, binds a claim created with a volume name, and deletes a Released PV whose
+// reclaim policy is Delete.
+func simulate(ctx context.Context, c client.Client, wg *sync.WaitGroup) {
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+			var lvs topolvmv1.LogicalVolumeList
+			_ = c.List(ctx, &lvs)
+			for i := range lvs.Items {
+				lv := &lvs.Items[i]
+				if lv.Spec.SourceNode != "" && lv.Status.VolumeID == "" {
+					lv.Status.VolumeID, lv.Status.CurrentSize = "new-"+lv.Name, &lv.Spec.Size
+					lv.Status.Transfer = &topolvmv1.TransferStatus{Phase: topolvmv1.TransferComplete, Attempt: 1,
+						VerifiedBytes: lv.Spec.Size.Value()}
+					_ = c.Status().Update(ctx, lv)
+				}
+			}
+			var claims corev1.PersistentVolumeClaimList
+			_ = c.List(ctx, &claims)
+			for i := range claims.Items {
+				if claim := &claims.Items[i]; claim.Spec.VolumeName != "" && claim.Status.Phase != corev1.ClaimBound {
+					claim.Status.Phase = corev1.ClaimBound
+					_ = c.Status().Update(ctx, claim)
+				}
+			}
+			var pvs corev1.PersistentVolumeList
+			_ = c.List(ctx, &pvs)
+			for i := range pvs.Items {
+				if pv := &pvs.Items[i]; pv.Annotations[moveToAnnotation] != "" &&
+					pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
+					_ = c.Delete(ctx, pv)
+				}
+			}
+		}
+	})
+}
+
+func runMove(t *testing.T, c client.Client, opts MoveOptions) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	simulate(ctx, c, &wg)
+	defer func() { cancel(); wg.Wait() }()
+	opts.Namespace, opts.Claim, opts.PollInterval, opts.Timeout = "prod", "data-db-0", 5*time.Millisecond, 10*time.Second
+	if opts.To == "" {
+		opts.To = "node-b"
+	}
+	var out bytes.Buffer
+	err := RunMove(ctx, c, opts, &out)
+	return out.String(), err
+}
+
+// TestMove: the claim's pod is deleted with the node cordoned, the volume copied to node-b through an
+// image, the claim created again bound to a new PV on node-b with its labels, annotations and owner,
+// the new PV gets the old one's reclaim policy, the old PV is deleted and the node uncordoned.
+func TestMove(t *testing.T) {
+	c := moveClient(t, moveWorld()...)
+	out, err := runMove(t, c, MoveOptions{Yes: true, StopWorkload: true})
+	if err != nil {
+		t.Fatalf("move: %v\n%s", err, out)
+	}
+	t.Log(out)
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "prod", Name: "data-db-0"}, claim); err != nil {
+		t.Fatal(err)
+	}
+	newPV := &corev1.PersistentVolume{}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: claim.Spec.VolumeName}, newPV); err != nil {
+		t.Fatalf("the claim's PV %q: %v", claim.Spec.VolumeName, err)
+	}
+	if claim.Labels["app"] != "db" || claim.Annotations["team"] != "storage" || len(claim.OwnerReferences) != 1 ||
+		claim.Annotations["pv.kubernetes.io/bind-completed"] != "" || claim.Annotations["volume.kubernetes.io/selected-node"] != "" {
+		t.Errorf("claim metadata %+v", claim.ObjectMeta)
+	}
+	term := newPV.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0]
+	if newPV.Spec.CSI.VolumeHandle != "new-"+newPV.Name || term.Key != driver.TopologyNodeKey ||
+		term.Values[0] != "node-b" ||
+		newPV.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete ||
+		newPV.Spec.ClaimRef.Name != "data-db-0" ||
+		newPV.Annotations[moveFromAnnotation] != "" ||
+		newPV.Annotations[provisionedByAnnotation] != driver.Name {
+		t.Errorf("new PV %+v", newPV)
+	}
+	lv := &topolvmv1.LogicalVolume{}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: newPV.Name}, lv); err != nil {
+		t.Fatal(err)
+	}
+	if lv.Spec.NodeName != "node-b" || lv.Spec.SourceNode != "node-a" || lv.Spec.Source != "old-lv" ||
+		lv.Annotations[driver.AnnotationCopyImage] != "true" {
+		t.Errorf("new LogicalVolume %+v", lv)
+	}
+	for _, gone := range []client.Object{&corev1.PersistentVolume{}, &corev1.Pod{}} {
+		key := client.ObjectKey{Name: "pv-old"}
+		if _, ok := gone.(*corev1.Pod); ok {
+			key = client.ObjectKey{Namespace: "prod", Name: "db-0"}
+		}
+		if err := c.Get(t.Context(), key, gone); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s left: %v", gone, key, err)
+		}
+	}
+	node := &corev1.Node{}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: "node-a"}, node); err != nil || node.Spec.Unschedulable {
+		t.Errorf("node-a unschedulable %t, %v", node.Spec.Unschedulable, err)
+	}
+	for _, want := range []string{"Cordoned node node-a", "copy: Complete", "Uncordoned node node-a", "Moved claim"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+// TestMoveRefusals: a move that cannot or may not run is refused before anything changes.
+func TestMoveRefusals(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		opts   MoveOptions
+		change func([]client.Object)
+		want   string
+	}{
+		{"a pod uses the claim", MoveOptions{Yes: true}, nil, "--stop-workload"},
+		{"not confirmed", MoveOptions{StopWorkload: true, In: strings.NewReader("n\n")}, nil, "not confirmed"},
+		{"no answer", MoveOptions{StopWorkload: true, In: strings.NewReader("")}, nil, "not confirmed"},
+		{"the same node", MoveOptions{Yes: true, StopWorkload: true, To: "node-a"}, nil, "on node node-a already"},
+		{"an unknown node", MoveOptions{Yes: true, StopWorkload: true, To: "node-x"}, nil, "target node node-x"},
+		{"a node without the class", MoveOptions{Yes: true, StopWorkload: true}, func(objs []client.Object) {
+			objs[1].SetAnnotations(nil)
+		}, "has no device class thin"},
+		{"a node without room", MoveOptions{Yes: true, StopWorkload: true}, func(objs []client.Object) {
+			objs[1].SetAnnotations(map[string]string{driver.CapacityAnnotation("thin"): "1048576"})
+		}, "1048576 bytes free"},
+		{"an unbound claim", MoveOptions{Yes: true, StopWorkload: true}, func(objs []client.Object) {
+			objs[2].(*corev1.PersistentVolumeClaim).Status.Phase = corev1.ClaimPending
+		}, "not Bound"},
+		{"another driver's volume", MoveOptions{Yes: true, StopWorkload: true}, func(objs []client.Object) {
+			objs[3].(*corev1.PersistentVolume).Spec.CSI.Driver = "nfs.csi.k8s.io"
+		}, "not a topolvm.io volume"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := moveWorld()
+			if tt.change != nil {
+				tt.change(objs)
+			}
+			c := moveClient(t, objs...)
+			out, err := runMove(t, c, tt.opts)
+			if !errors.Is(err, ErrMoveRefused) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err %v, want a refusal with %q\n%s", err, tt.want, out)
+			}
+			pv := &corev1.PersistentVolume{}
+			if err := c.Get(t.Context(), client.ObjectKey{Name: "pv-old"}, pv); err != nil ||
+				pv.Annotations[moveToAnnotation] != "" || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+				t.Errorf("the old PV changed: %+v, %v", pv, err)
+			}
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: "prod", Name: "db-0"}, &corev1.Pod{}); err != nil {
+				t.Errorf("the pod: %v", err)
+			}
+		})
+	}
+}
+
+// TestMoveResumes: a move interrupted after it deleted the claim (the old PV records it) finishes
+// when run again: the claim is created again from the record, bound to the new PV.
+func TestMoveResumes(t *testing.T) {
+	objs := moveWorld()
+	c := moveClient(t, objs[0], objs[1], objs[3], objs[4])
+	m := &mover{
+		c:    c,
+		s:    &moveState{claim: objs[2].(*corev1.PersistentVolumeClaim), oldPV: objs[3].(*corev1.PersistentVolume)},
+		opts: MoveOptions{Options: Options{Namespace: "prod"}},
+	}
+	m.s.to = "node-b"
+	if err := m.record(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runMove(t, c, MoveOptions{Yes: true})
+	if err != nil {
+		t.Fatalf("resumed move: %v\n%s", err, out)
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "prod", Name: "data-db-0"}, claim); err != nil ||
+		!strings.HasPrefix(claim.Spec.VolumeName, "lvms-move-") || claim.Labels["app"] != "db" {
+		t.Fatalf("claim %+v, %v", claim, err)
+	}
+	if !strings.Contains(out, "resuming") {
+		t.Errorf("output does not say it resumes:\n%s", out)
+	}
+	out, err = runMove(t, c, MoveOptions{Yes: true})
+	if !errors.Is(err, ErrMoveRefused) || !strings.Contains(err.Error(), "already") {
+		t.Errorf("a second run: %v\n%s", err, out)
+	}
+}
