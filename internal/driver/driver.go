@@ -1,7 +1,7 @@
 // Package driver holds what every part of the product knows about the CSI driver topolvm.io: its
 // names (shared with TopoLVM and OpenShift LVMS; changing any of them breaks existing volumes), the
-// codec of the capacity annotations of Nodes and Pods, and the one check of whether a node's free
-// bytes fit a request. It imports nothing of the product and no gRPC, so the scheduler extender,
+// codec of the capacity annotations of Nodes and Pods and of the Pods' source-nodes annotation, and
+// the one check of whether a node's free bytes fit a request. It imports nothing of the product and no gRPC, so the scheduler extender,
 // the kubectl plugin, the webhooks, the operator and the node agent all use it.
 package driver
 

@@ -62,7 +62,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// The webhooks serve only once their certificate exists; a failed registration ends mgr.Start.
 	if err := mgr.Add(delayedSetup{ready: certsReady, what: "LVMCluster webhooks", setup: func() error {
 		if o.PodMutatingWebhook {
-			lvmswebhook.SetupPodMutator(mgr)
+			lvmswebhook.SetupPodMutator(mgr, podMutatorVolumeIndex(o))
 		}
 		return lvmswebhook.Setup(mgr, o.Namespace)
 	}}); err != nil {
@@ -102,4 +102,13 @@ func setupControllers(mgr ctrl.Manager, o Options, cluster string) error {
 		return fmt.Errorf("set up claim events controller: %w", err)
 	}
 	return nil
+}
+
+// podMutatorVolumeIndex is the manager cache's index of LogicalVolumes by status.volumeID that the
+// pod webhook may use: the CSI controller service's, when it runs in this process; "" otherwise.
+func podMutatorVolumeIndex(o Options) string {
+	if o.CSISocket == "" {
+		return ""
+	}
+	return csicontroller.IndexVolumeID
 }

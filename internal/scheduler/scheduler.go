@@ -12,6 +12,9 @@
 //     free in every requested class and reports the others with a reason;
 //   - POST /prioritize (prioritize verb "prioritize") scores a node by the free GiB of the
 //     requested classes, min(10, max(1, log2(GiB / divisor))), the lowest class score counting;
+//     for a pod whose claims restore a snapshot or clone a claim (the webhook names the nodes
+//     holding those sources in lvms.topolvm.io/source-nodes, our addition), those nodes score 10
+//     and the others half their score, rounded up;
 //   - GET /status answers "ok" (probes).
 //
 // Requests and responses are k8s.io/kube-scheduler/extender/v1 types; the extender needs the full
@@ -28,6 +31,8 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
 // MaxRequestBytes bounds a request body. The scheduler sends every candidate Node in full, with
@@ -79,8 +84,9 @@ func (h *Handler) prioritize(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	scores := h.scoreNodes(args.Nodes.Items, requestedClasses(args.Pod))
-	h.log.Info("Scored nodes", "pod", podRef(args.Pod), "nodes", len(args.Nodes.Items))
+	sources := driver.SourceNodes(args.Pod.Annotations)
+	scores := h.scoreNodes(args.Nodes.Items, requestedClasses(args.Pod), sources)
+	h.log.Info("Scored nodes", "pod", podRef(args.Pod), "nodes", len(args.Nodes.Items), "sourceNodes", sources)
 	h.log.V(1).Info("Node scores", "pod", podRef(args.Pod), "scores", scores)
 	h.reply(w, scores)
 }

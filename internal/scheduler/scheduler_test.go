@@ -33,6 +33,12 @@ func pod(kv ...string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: annotations(kv...)}}
 }
 
+// withSources sets p's lvms.topolvm.io/source-nodes annotation to nodes.
+func withSources(p *corev1.Pod, nodes string) *corev1.Pod {
+	p.Annotations["lvms.topolvm.io/source-nodes"] = nodes
+	return p
+}
+
 func node(name string, kv ...string) corev1.Node {
 	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations(kv...)}}
 }
@@ -272,6 +278,42 @@ func TestPrioritize(t *testing.T) {
 				node("default", "00default", bytesOf(16*gib)),
 			},
 			want: extenderv1.HostPriorityList{{Host: "ssd", Score: 5}, {Host: "default", Score: 2}},
+		},
+		{
+			name: "the sources' node scores 10, the others half their score, rounded up",
+			cfg:  DefaultConfig(),
+			pod:  withSources(pod("ssd", "1"), "src"),
+			nodes: []corev1.Node{
+				node("src", "ssd", bytesOf(8*gib)), node("huge", "ssd", bytesOf(1<<20*gib)),
+				node("eight", "ssd", bytesOf(8*gib)), node("tiny", "ssd", "1"), node("empty", "ssd", "0"),
+			},
+			want: extenderv1.HostPriorityList{
+				{Host: "src", Score: 10}, {Host: "huge", Score: 5}, {Host: "eight", Score: 2},
+				{Host: "tiny", Score: 1}, {Host: "empty", Score: 0},
+			},
+		},
+		{
+			name: "several source nodes; a source node the scheduler did not send changes nothing else",
+			cfg:  DefaultConfig(),
+			pod:  withSources(pod("ssd", "1"), "a, gone,b"),
+			nodes: []corev1.Node{
+				node("a", "ssd", "0"), node("b", "ssd", bytesOf(1<<20*gib)), node("c", "ssd", bytesOf(64*gib)),
+			},
+			want: extenderv1.HostPriorityList{{Host: "a", Score: 10}, {Host: "b", Score: 10}, {Host: "c", Score: 3}},
+		},
+		{
+			name:  "source nodes without capacity annotations are still scored",
+			cfg:   DefaultConfig(),
+			pod:   withSources(pod(), "a"),
+			nodes: []corev1.Node{node("a"), node("b", "ssd", bytesOf(1<<20*gib))},
+			want:  extenderv1.HostPriorityList{{Host: "a", Score: 10}, {Host: "b", Score: 0}},
+		},
+		{
+			name:  "an empty source-nodes annotation is no annotation",
+			cfg:   DefaultConfig(),
+			pod:   withSources(pod(), " , "),
+			nodes: []corev1.Node{node("a", "ssd", bytesOf(gib))},
+			want:  extenderv1.HostPriorityList{},
 		},
 		{
 			name:  "pod without capacity annotations gets no scores",

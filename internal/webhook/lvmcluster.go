@@ -9,7 +9,8 @@
 //
 // It also holds TopoLVM's pod webhook (PodCapacityMutator, off unless `lvms operator
 // --pod-mutating-webhook`), which marks pods with unbound topolvm.io claims for the scheduler
-// extender; docs/scheduler-extender.md describes it.
+// extender, with the nodes of the snapshots and claims those restore or clone;
+// docs/scheduler-extender.md describes it.
 package webhook
 
 import (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -31,35 +32,48 @@ const (
 	CapacityResource corev1.ResourceName = "topolvm.io/capacity"
 )
 
-// The pod webhook reads claims and StorageClasses, which the operator's role already grants for the
-// LVMCluster and claim-events controllers (get, list, watch).
-
 // PodCapacityMutator is TopoLVM's pod webhook: on a pod whose claims use a topolvm.io StorageClass
 // and are not bound yet, it sets the annotations capacity.topolvm.io/<device class> (the bytes the
 // pod's claims of that class ask for) and the resource CapacityResource, for the scheduler
 // extender (internal/scheduler). A pod with a bound topolvm.io claim is left alone: its node is
-// decided by that volume.
+// decided by that volume. Ours, not TopoLVM's: when such claims restore a VolumeSnapshot or clone
+// a claim, it also names the nodes holding those sources in driver.AnnotationSourceNodes, which
+// the extender prefers (source_nodes.go).
 type PodCapacityMutator struct {
 	// cache is read first (the manager's cache); live, the API server, when the cache does not
 	// have the object yet (a claim created just before its pod).
 	cache, live client.Reader
 	decoder     admission.Decoder
+	// volumeIDIndex is the name of cache's field index of LogicalVolumes by status.volumeID; ""
+	// when cache has none (LogicalVolumes are then listed and filtered).
+	volumeIDIndex string
+	// sourceTimeout bounds the data-source lookups of one pod (SourceLookupTimeout).
+	sourceTimeout time.Duration
 }
 
-// NewPodCapacityMutator returns the pod webhook reading through cache, then live.
-func NewPodCapacityMutator(cache, live client.Reader, decoder admission.Decoder) *PodCapacityMutator {
-	return &PodCapacityMutator{cache: cache, live: live, decoder: decoder}
+// NewPodCapacityMutator returns the pod webhook reading through cache, then live; volumeIDIndex
+// names cache's index of LogicalVolumes by status.volumeID ("" for none).
+func NewPodCapacityMutator(
+	cache, live client.Reader, decoder admission.Decoder, volumeIDIndex string,
+) *PodCapacityMutator {
+	return &PodCapacityMutator{
+		cache: cache, live: live, decoder: decoder, volumeIDIndex: volumeIDIndex, sourceTimeout: SourceLookupTimeout,
+	}
 }
 
 // SetupPodMutator registers the pod webhook on the manager's webhook server at PodMutatorPath.
-func SetupPodMutator(mgr ctrl.Manager) {
-	m := NewPodCapacityMutator(mgr.GetClient(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()))
+// volumeIDIndex names the manager cache's index of LogicalVolumes by status.volumeID, "" when it
+// has none.
+func SetupPodMutator(mgr ctrl.Manager, volumeIDIndex string) {
+	m := NewPodCapacityMutator(mgr.GetClient(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()),
+		volumeIDIndex)
 	mgr.GetWebhookServer().Register(PodMutatorPath, &webhook.Admission{Handler: m})
 }
 
-// Handle patches the pod with its capacity requests. When the claims or StorageClasses cannot be
-// read it lets the pod in unchanged, with a warning: the scheduler then places it by
-// CSIStorageCapacity alone (TopoLVM refuses the pod instead).
+// Handle patches the pod with its capacity requests and the nodes of its claims' data sources.
+// When the claims or StorageClasses cannot be read it lets the pod in unchanged, with a warning:
+// the scheduler then places it by CSIStorageCapacity alone (TopoLVM refuses the pod instead). The
+// data sources' nodes are a hint: what cannot be found of them is left out.
 func (m *PodCapacityMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	pod := &corev1.Pod{}
 	if err := m.decoder.Decode(req, pod); err != nil {
@@ -73,7 +87,7 @@ func (m *PodCapacityMutator) Handle(ctx context.Context, req admission.Request) 
 	if namespace == "" {
 		namespace = req.Namespace
 	}
-	requests, err := m.requests(ctx, namespace, pod.Spec.Volumes)
+	claims, classes, err := m.readClaims(ctx, namespace, pod.Spec.Volumes)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the pod's claims failed; admitting it without capacity requests",
 			"namespace", namespace, "pod", pod.Name, "generateName", pod.GenerateName)
@@ -81,10 +95,12 @@ func (m *PodCapacityMutator) Handle(ctx context.Context, req admission.Request) 
 			"lvms: the pod gets no capacity.topolvm.io annotations (" + err.Error() + "): " +
 				"the scheduler extender does not see it")
 	}
+	requests := capacityRequests(claims, classes)
 	if len(requests) == 0 {
 		return admission.Allowed("no unbound topolvm.io claims")
 	}
 	setCapacityRequests(pod, requests)
+	setSourceNodes(pod, m.sourceNodes(ctx, namespace, claims, classes))
 	patched, err := json.Marshal(pod)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the pod: %w", err))
@@ -92,10 +108,11 @@ func (m *PodCapacityMutator) Handle(ctx context.Context, req admission.Request) 
 	return admission.PatchResponseFromRaw(req.Object.Raw, patched)
 }
 
-// requests reads the claims of volumes and their StorageClasses and returns capacityRequests.
-func (m *PodCapacityMutator) requests(
+// readClaims reads the claims of volumes and their StorageClasses (by name; nil for a missing
+// class).
+func (m *PodCapacityMutator) readClaims(
 	ctx context.Context, namespace string, volumes []corev1.Volume,
-) (map[string]int64, error) {
+) ([]podClaim, map[string]*storagev1.StorageClass, error) {
 	var claims []podClaim
 	for _, v := range volumes {
 		switch {
@@ -104,7 +121,7 @@ func (m *PodCapacityMutator) requests(
 			key := types.NamespacedName{Namespace: namespace, Name: v.PersistentVolumeClaim.ClaimName}
 			found, err := m.get(ctx, key, pvc)
 			if err != nil {
-				return nil, fmt.Errorf("get PersistentVolumeClaim %s: %w", key, err)
+				return nil, nil, fmt.Errorf("get PersistentVolumeClaim %s: %w", key, err)
 			}
 			if found { // a pod may be created before its claim; the extender then does not see it
 				claims = append(claims, podClaim{spec: pvc.Spec, bound: claimBound(pvc)})
@@ -122,14 +139,14 @@ func (m *PodCapacityMutator) requests(
 		sc := &storagev1.StorageClass{}
 		found, err := m.get(ctx, types.NamespacedName{Name: name}, sc)
 		if err != nil {
-			return nil, fmt.Errorf("get StorageClass %s: %w", name, err)
+			return nil, nil, fmt.Errorf("get StorageClass %s: %w", name, err)
 		}
 		if !found {
 			sc = nil
 		}
 		classes[name] = sc
 	}
-	return capacityRequests(claims, classes), nil
+	return claims, classes, nil
 }
 
 // get reads key from the cache, else from the API server; found is false when neither has it.

@@ -8,17 +8,20 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/lvm-operator/lvm-operator/internal/testing/kustomize"
-
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/testing/apiserver"
+	"github.com/lvm-operator/lvm-operator/internal/testing/kustomize"
 )
 
 // componentMutatingConfig returns the MutatingWebhookConfiguration of config/default with the
@@ -61,15 +64,25 @@ func componentMutatingConfig(t *testing.T) *admissionv1.MutatingWebhookConfigura
 	return nil
 }
 
-// startPodWebhook starts an API server with the component's MutatingWebhookConfiguration pointed
-// at a webhook server of this process that serves the pod webhook, and returns an admin client.
+// startPodWebhook starts an API server with our CRDs, the VolumeSnapshot CRDs and the component's
+// MutatingWebhookConfiguration pointed at a webhook server of this process that serves the pod
+// webhook (with a cache indexing LogicalVolumes by volume ID, as the operator's), and returns an
+// admin client.
 func startPodWebhook(t *testing.T) client.Client {
 	t.Helper()
-	env := &envtest.Environment{WebhookInstallOptions: envtest.WebhookInstallOptions{
-		MutatingWebhooks: []*admissionv1.MutatingWebhookConfiguration{componentMutatingConfig(t)},
-	}}
+	snapshotCRDs, err := apiserver.SnapshotCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases"), snapshotCRDs},
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			MutatingWebhooks: []*admissionv1.MutatingWebhookConfiguration{componentMutatingConfig(t)},
+		},
+	}
 	cfg := apiserver.Start(t, env)
-	s := testScheme(t)
+	s := sourceScheme(t)
 	wh := env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  s,
@@ -81,7 +94,12 @@ func startPodWebhook(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	SetupPodMutator(mgr)
+	if err := mgr.GetCache().IndexField(t.Context(), &topolvmv1.LogicalVolume{}, testVolumeIDIndex,
+		func(o client.Object) []string { return []string{o.(*topolvmv1.LogicalVolume).Status.VolumeID} },
+	); err != nil {
+		t.Fatal(err)
+	}
+	SetupPodMutator(mgr, testVolumeIDIndex)
 	go func() {
 		if err := mgr.Start(t.Context()); err != nil {
 			t.Errorf("manager: %v", err)
@@ -117,9 +135,58 @@ func ephemeral(name, sc, size string) corev1.Volume {
 	}}}
 }
 
+// withStatus creates obj, then writes status (its status as the API server will hold it) through
+// the status subresource.
+func withStatus(t *testing.T, k8s client.Client, obj client.Object, status func()) {
+	t.Helper()
+	create(t, k8s, obj)
+	status()
+	if err := k8s.Status().Update(t.Context(), obj); err != nil {
+		t.Fatalf("update status of %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// createSources creates, in namespace app, what the claims "restored" (from the VolumeSnapshot
+// snap, whose LogicalVolume is on node-a) and "cloned" (from the claim src, whose volume's
+// LogicalVolume is on node-c) are made from, and those two claims, as the snapshot controller,
+// the CSI driver and a user leave them.
+func createSources(t *testing.T, k8s client.Client) {
+	t.Helper()
+	for _, lv := range []*topolvmv1.LogicalVolume{
+		logicalVolume("snap-a-lv", "node-a", "snap-a-id"), logicalVolume("vol-c-lv", "node-c", "vol-c-id"),
+	} {
+		lv.Spec.Size = resource.MustParse("1Gi")
+		id := lv.Status.VolumeID
+		withStatus(t, k8s, lv, func() { lv.Status.VolumeID = id })
+	}
+	content := snapshotContent("content-a", driver.Name, "")
+	content.Object["spec"] = map[string]any{
+		"driver": driver.Name, "deletionPolicy": "Retain", "source": map[string]any{"snapshotHandle": "snap-a-id"},
+		"volumeSnapshotRef": map[string]any{"namespace": "app", "name": "snap"},
+	}
+	withStatus(t, k8s, content, func() { content.Object["status"] = map[string]any{"snapshotHandle": "snap-a-id"} })
+	snap := volumeSnapshot("app", "snap", "")
+	snap.Object["spec"] = map[string]any{"source": map[string]any{"volumeSnapshotContentName": "content-a"}}
+	withStatus(t, k8s, snap, func() {
+		snap.Object["status"] = map[string]any{"boundVolumeSnapshotContentName": "content-a", "readyToUse": true}
+	})
+	pv := csiVolume("pv-c", driver.Name, "vol-c-id")
+	pv.Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	src := pvcObject("app", "src", "lvms-ssd", "1Gi")
+	src.Spec.VolumeName = "pv-c"
+	restored, cloned := pvcObject("app", "restored", "lvms-ssd", "1Gi"), pvcObject("app", "cloned", "lvms-ssd", "1Gi")
+	restored.Spec.DataSource = &corev1.TypedLocalObjectReference{
+		APIGroup: ptr.To(snapshotGroup), Kind: "VolumeSnapshot", Name: "snap",
+	}
+	cloned.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
+	create(t, k8s, pv, src, restored, cloned)
+}
+
 // TestPodWebhookWithAPIServer creates pods through a real API server with the component's webhook
 // configuration: pods with unbound topolvm.io claims (persistent and generic ephemeral) get the
-// capacity annotations and the topolvm.io/capacity resource; pods without such claims, with a
+// capacity annotations and the topolvm.io/capacity resource, and, when the claims restore a
+// VolumeSnapshot or clone a claim, the nodes of those sources; pods without such claims, with a
 // bound one, or in a namespace labelled topolvm.io/webhook=ignore are stored as sent.
 func TestPodWebhookWithAPIServer(t *testing.T) {
 	k8s := startPodWebhook(t)
@@ -144,6 +211,7 @@ func TestPodWebhookWithAPIServer(t *testing.T) {
 	if err := k8s.Status().Update(t.Context(), bound); err != nil {
 		t.Fatal(err)
 	}
+	createSources(t, k8s)
 	withEphemeral := claimPod("data", "logs", "missing")
 	withEphemeral.Spec.Volumes = append(withEphemeral.Spec.Volumes, ephemeral("scratch", "lvms-default", "2Gi"))
 	tests := []struct {
@@ -153,6 +221,9 @@ func TestPodWebhookWithAPIServer(t *testing.T) {
 	}{
 		{"claims and an ephemeral volume", "app", withEphemeral, map[string]string{
 			"capacity.topolvm.io/ssd": "8589934592", "capacity.topolvm.io/00default": "2147483648",
+		}},
+		{"a restore and a clone", "app", claimPod("restored", "cloned", "data"), map[string]string{
+			"capacity.topolvm.io/ssd": "7516192768", "lvms.topolvm.io/source-nodes": "node-a,node-c",
 		}},
 		{"claim of another driver", "app", claimPod("foreign"), nil},
 		{"a bound topolvm.io claim", "app", claimPod("data", "bound"), nil},

@@ -193,7 +193,7 @@ func TestPodMutatorHandle(t *testing.T) {
 	}).Build()
 	dec := admission.NewDecoder(s)
 
-	resp := NewPodCapacityMutator(cache, live, dec).Handle(t.Context(), podRequest(t, "app", claimPod("data")))
+	resp := NewPodCapacityMutator(cache, live, dec, "").Handle(t.Context(), podRequest(t, "app", claimPod("data")))
 	if !resp.Allowed || len(resp.Patches) == 0 {
 		t.Fatalf("response %+v, want allowed with a patch", resp)
 	}
@@ -208,13 +208,13 @@ func TestPodMutatorHandle(t *testing.T) {
 		}
 	}
 
-	resp = NewPodCapacityMutator(failing, failing, dec).Handle(t.Context(), podRequest(t, "app", claimPod("data")))
+	resp = NewPodCapacityMutator(failing, failing, dec, "").Handle(t.Context(), podRequest(t, "app", claimPod("data")))
 	if !resp.Allowed || len(resp.Patches) != 0 || len(resp.Warnings) != 1 ||
 		!strings.Contains(resp.Warnings[0], "apiserver unavailable") {
 		t.Errorf("failed read: response %+v, want allowed unchanged with a warning", resp)
 	}
 
-	resp = NewPodCapacityMutator(cache, live, dec).Handle(t.Context(), admission.Request{
+	resp = NewPodCapacityMutator(cache, live, dec, "").Handle(t.Context(), admission.Request{
 		AdmissionRequest: admissionv1.AdmissionRequest{Object: runtime.RawExtension{Raw: []byte("{")}},
 	})
 	if resp.Allowed || resp.Result.Code != http.StatusBadRequest {

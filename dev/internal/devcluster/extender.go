@@ -68,7 +68,8 @@ spec:
 `
 
 // schedulerConfigYAML is the KubeSchedulerConfiguration of the host's kube-scheduler with the
-// extender: TopoLVM's verbs and managed resource.
+// extender: TopoLVM's verbs and managed resource, and the weight docs/scheduler-extender.md
+// recommends (3: a snapshot's node then wins over the default plugins' usual differences).
 const schedulerConfigYAML = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
@@ -79,7 +80,7 @@ extenders:
 - urlPrefix: http://127.0.0.1:%[2]d
   filterVerb: predicate
   prioritizeVerb: prioritize
-  weight: 1
+  weight: 3
   nodeCacheCapable: false
   managedResources:
   - name: %[3]s

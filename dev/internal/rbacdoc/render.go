@@ -47,7 +47,9 @@ the service accounts, leader election and the role of the CSI sidecars are writt
   CertificateSigningRequests of signer ` + "`topolvm.io/transfer`" + ` (its role names that signer and no
   other), keeps the transfer authority in the Secret ` + "`lvms-transfer-authority`" + `, publishes its public
   half in the ConfigMap ` + "`lvms-transfer-trust`" + `, and writes each copy's token into the LogicalVolume's
-  status (listing the node agents' Pods of its namespace for their addresses).
+  status (listing the node agents' Pods of its namespace for their addresses). Its pod webhook (for
+  the scheduler extender) reads VolumeSnapshots and VolumeSnapshotContents (get) to find the node
+  of the snapshot a claim restores.
 - **CSI sidecars** (` + "`lvms-csi-sidecars`" + `, bound to the operator's account because they run in its
   Pod): the kubernetes-csi external-provisioner (PersistentVolumes, CSIStorageCapacity objects
   owned by the Deployment, topology from Nodes and CSINodes), external-resizer (PVC expansion; it

@@ -2,11 +2,9 @@ package lvmcluster_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,14 +26,11 @@ import (
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+	"github.com/lvm-operator/lvm-operator/internal/testing/apiserver"
 	lvmswebhook "github.com/lvm-operator/lvm-operator/internal/webhook"
 )
 
-const (
-	operatorNamespace = "lvms-system"
-	// snapshotModule ships the VolumeSnapshot CRDs under config/crd.
-	snapshotModule = "github.com/kubernetes-csi/external-snapshotter/client/v8@v8.7.0"
-)
+const operatorNamespace = "lvms-system"
 
 var k8s client.Client
 
@@ -49,7 +44,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set; run `make test-unit`")
 		return 1
 	}
-	snapshotCRDs, err := moduleDir(snapshotModule)
+	snapshotCRDs, err := apiserver.SnapshotCRDs()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -58,7 +53,7 @@ func run(m *testing.M) int {
 	env := &envtest.Environment{
 		CRDDirectoryPaths: []string{
 			filepath.Join(root, "config", "crd", "bases"),
-			filepath.Join(snapshotCRDs, "config", "crd"),
+			snapshotCRDs,
 		},
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook")}},
@@ -138,19 +133,6 @@ func logSink() io.Writer {
 		return os.Stderr
 	}
 	return io.Discard
-}
-
-// moduleDir returns where the Go module cache holds mod@version, downloading it if needed.
-func moduleDir(modVersion string) (string, error) {
-	out, err := exec.Command("go", "mod", "download", "-json", modVersion).Output()
-	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", modVersion, err)
-	}
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s: no directory (%s): %w", modVersion, info.Error, err)
-	}
-	return info.Dir, nil
 }
 
 // eventually retries check until it returns nil or the timeout passes. Tests only: it waits for a
