@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 	"golang.org/x/time/rate"
@@ -48,7 +50,13 @@ func setupTransfer(mgr ctrl.Manager, o Options, a *Agent) (logicalvolume.Fetcher
 		return nil, err
 	}
 	reader := thinmeta.New(o.Executor, thinmeta.WithLVMConfig(o.lvmConfig))
-	srv := &transferServer{id: id, addr: o.TransferAddress, node: o.NodeName,
+	verifier := transfer.NewVerifierOf(id.TokenKey, nil)
+	// The tokens this node served are remembered next to the CSI socket, a directory on the node's
+	// disk (the plugin directory of the kubelet), so that a restart of the agent forgets none.
+	if err := verifier.WithJournal(filepath.Join(filepath.Dir(socketPath(o.CSIEndpoint)), TokenJournal)); err != nil {
+		return nil, err
+	}
+	srv := &transferServer{id: id, addr: o.TransferAddress, node: o.NodeName, verifier: verifier,
 		open: NewTransferSources(a.LVMD, reader).Open}
 	var limit transfer.Limiter
 	if o.TransferBandwidth > 0 {
@@ -65,11 +73,18 @@ func setupTransfer(mgr ctrl.Manager, o Options, a *Agent) (logicalvolume.Fetcher
 
 // transferServer serves the node's Transfer service over mutual TLS once the identity is ready.
 type transferServer struct {
-	id   *transfer.Identity
-	addr string
-	node string
-	open transfer.OpenFunc
+	id       *transfer.Identity
+	addr     string
+	node     string
+	verifier *transfer.Verifier
+	open     transfer.OpenFunc
 }
+
+// TokenJournal is the file, beside the CSI socket, of the transfer tokens this node served.
+const TokenJournal = "transfer-tokens-used"
+
+// socketPath is the file of a unix endpoint (unix://path or a path).
+func socketPath(endpoint string) string { return strings.TrimPrefix(endpoint, "unix://") }
 
 // NeedLeaderElection is false: every agent serves its node.
 func (*transferServer) NeedLeaderElection() bool { return false }
@@ -86,7 +101,7 @@ func (s *transferServer) Start(ctx context.Context) error {
 		return fmt.Errorf("transfer service: %w", err)
 	}
 	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(s.id.ServerTLS())))
-	transferpb.RegisterTransferServer(g, transfer.NewServer(s.node, transfer.NewVerifierOf(s.id.TokenKey, nil), s.open))
+	transferpb.RegisterTransferServer(g, transfer.NewServer(s.node, s.verifier, s.open))
 	ctrl.LoggerFrom(ctx).WithName("transfer").Info("Serving transfers to other nodes' agents", "address", s.addr)
 	go func() {
 		<-ctx.Done()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,8 @@ type Verifier struct {
 	now  func() time.Time
 	mu   sync.Mutex
 	used map[string]time.Time // token ID → expiry
+	// journal, when set (WithJournal), keeps used across restarts.
+	journal *os.File
 }
 
 // NewVerifier returns a Verifier of tokens signed with key's private half; now is time.Now when
@@ -117,6 +120,9 @@ func (v *Verifier) Accept(token, peer string) (Claims, error) {
 	}
 	if _, seen := v.used[c.ID]; seen {
 		return Claims{}, ErrTokenUsed
+	}
+	if err := v.record(c.ID, c.Expires); err != nil {
+		return Claims{}, err
 	}
 	v.used[c.ID] = c.Expires
 	return c, nil
