@@ -236,12 +236,22 @@ func (b *Builder) Pause(ctx context.Context) (Result, error) {
 }
 
 // Workload builds lvms.local/workload:dev: Debian's static busybox and its applet links, for
-// demo and e2e pods. It runs as root so that it can write to freshly formatted volumes.
+// demo and e2e pods, and the e2e's transfer-probe (dev/cmd/transfer-probe). It runs as root so that
+// it can write to freshly formatted volumes.
 func (b *Builder) Workload(ctx context.Context) (Result, error) {
 	t, debs, err := b.busyboxTree(ctx, nil, false)
 	if err != nil {
 		return Result{}, err
 	}
+	_, probe, err := b.goBuild(ctx, "./dev/cmd/transfer-probe", "-s -w")
+	if err != nil {
+		return Result{}, err
+	}
+	data, err := os.ReadFile(probe)
+	if err != nil {
+		return Result{}, fmt.Errorf("read %s: %w", probe, err)
+	}
+	t.AddFile("usr/bin/transfer-probe", 0o755, data)
 	sbom, err := SBOM{Image: WorkloadRef, Version: "dev", Created: FixedEpoch, Debs: debs}.JSON()
 	if err != nil {
 		return Result{}, err
