@@ -100,6 +100,7 @@ func TestCrossNodeRestore(t *testing.T) {
 			}
 		})
 	}
+	t.Run("capacity", func(t *testing.T) { testCrossNodeCapacity(e.sub(t)) })
 	t.Run("faults", func(t *testing.T) { testCrossNodeRestoreFaults(e.sub(t)) })
 }
 

@@ -32,7 +32,7 @@ var moveLine = regexp.MustCompile(`data=([0-9a-f]{64}) stored=([0-9a-f]{64})`)
 // claim keeps its name, labels and owner, and the node it left holds no LV of ours for it.
 func TestMove(t *testing.T) {
 	e := newEnv(t)
-	sts := moveStatefulSet(e.ns)
+	sts := moveStatefulSet(e.ns, "db", 1, "")
 	e.create(sts)
 	defer func() { _ = e.c.Delete(context.Background(), sts) }()
 	from, sum := e.replicaData("db-0", "")
@@ -74,19 +74,27 @@ func TestMove(t *testing.T) {
 	}
 }
 
-// moveStatefulSet is a one-replica StatefulSet "db" whose replica keeps moveScript's data in a 1Gi
-// thin claim data-db-<n>.
-func moveStatefulSet(ns string) *appsv1.StatefulSet {
-	labels := map[string]string{"app": "db"}
+// moveStatefulSet is a StatefulSet whose replicas keep moveScript's data in a 1Gi thin claim
+// data-<name>-<n> each, started in parallel, preferring node prefer when it is not "".
+func moveStatefulSet(ns, name string, replicas int32, prefer string) *appsv1.StatefulSet {
+	labels := map[string]string{"app": name}
 	pod := newPod("", moveScript)
 	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	// The StatefulSet controller adds the claim's volume "data".
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: mountPath}}
+	if prefer != "" {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 100,
+				Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{prefer}}}}}},
+		}}
+	}
 	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.StatefulSetSpec{
-			Replicas: new(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec},
+			Replicas: new(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Template:            corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
 				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: labels},
 				Spec: corev1.PersistentVolumeClaimSpec{
@@ -133,6 +141,68 @@ func (e *env) replicaData(name, node string) (string, string) {
 		},
 	)
 	return pod.Spec.NodeName, sum
+}
+
+// TestEvacuate empties a node holding the claims of a 3-replica StatefulSet with `kubectl lvms
+// evacuate --stop-workload --yes`: every replica runs on the other node with the data it wrote, and
+// the evacuated node holds no LV of ours but those the test did not make.
+func TestEvacuate(t *testing.T) {
+	e := newEnv(t)
+	node := e.nodes()[0]
+	other := e.otherNode(node)
+	sts := moveStatefulSet(e.ns, "web", 3, node)
+	e.create(sts)
+	defer func() { _ = e.c.Delete(context.Background(), sts) }()
+	defer e.uncordon(node)
+	sums := map[string]string{}
+	var oldLVs []string
+	for i := range 3 {
+		pod := fmt.Sprintf("web-%d", i)
+		on, sum := e.replicaData(pod, node)
+		sums[pod] = sum
+		_, lv := e.volumeOf("data-" + pod)
+		oldLVs = append(oldLVs, lv.Status.VolumeID)
+		t.Logf("%s runs on %s with data %s (LV %s)", pod, on, sum, lv.Status.VolumeID)
+	}
+	// evacuate moves every claim of the node: let the claims of the tests before go first.
+	e.waitFor("no other namespace's claim on "+node, func(ctx context.Context) (bool, string, error) {
+		var pvs corev1.PersistentVolumeList
+		if err := e.c.List(ctx, &pvs); err != nil {
+			return false, "", err
+		}
+		var others []string
+		for _, pv := range pvs.Items {
+			a := pv.Spec.NodeAffinity
+			if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace == e.ns || a == nil || a.Required == nil ||
+				!strings.Contains(fmt.Sprint(a.Required.NodeSelectorTerms), node) {
+				continue
+			}
+			others = append(others, pv.Spec.ClaimRef.Namespace+"/"+pv.Spec.ClaimRef.Name)
+		}
+		return len(others) == 0, fmt.Sprintf("claims %v", others), nil
+	})
+	out := kubectl(t, "lvms", "evacuate", node, "--stop-workload", "--yes")
+	t.Logf("kubectl lvms evacuate:\n%s", out)
+	for i := range 3 {
+		pod := fmt.Sprintf("web-%d", i)
+		if !strings.Contains(out, fmt.Sprintf("%s/data-%s to node %s", e.ns, pod, other)) {
+			t.Errorf("the plan does not move data-%s to %s", pod, other)
+		}
+		if on, sum := e.replicaData(pod, other); sum != sums[pod] {
+			t.Errorf("%s on %s reads data %s, wrote %s", pod, on, sum, sums[pod])
+		}
+		_, lv := e.volumeOf("data-" + pod)
+		if lv.Spec.NodeName != other {
+			t.Errorf("claim data-%s on %s", pod, lv.Spec.NodeName)
+		}
+	}
+	e.lvsMatchLogicalVolumes(node)
+	lvs := e.lvs(node)
+	for _, id := range oldLVs {
+		if attr := lvAttr(lvs, id); attr != "" {
+			t.Errorf("the StatefulSet's old LV %s is still on %s (%s)", id, node, attr)
+		}
+	}
 }
 
 // uncordon marks node schedulable.

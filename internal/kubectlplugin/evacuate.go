@@ -122,9 +122,8 @@ func planEvacuation(ctx context.Context, c client.Reader, node string) ([]evacua
 		}
 		lv := onNode[pv.Spec.CSI.VolumeHandle]
 		claimed[lv.Status.VolumeID] = true
-		if pv.Spec.ClaimRef == nil ||
-			(pv.Status.Phase != corev1.VolumeBound && pv.Annotations[moveToAnnotation] == "") {
-			stay = append(stay, fmt.Sprintf("PV %s (%s, no bound claim)", pv.Name, pv.Status.Phase))
+		if why := notMovable(ctx, c, pv); why != "" {
+			stay = append(stay, fmt.Sprintf("PV %s (%s)", pv.Name, why))
 			continue
 		}
 		p := evacuation{namespace: pv.Spec.ClaimRef.Namespace, claim: pv.Spec.ClaimRef.Name,
@@ -145,6 +144,26 @@ func planEvacuation(ctx context.Context, c client.Reader, node string) ([]evacua
 	}
 	slices.Sort(stay)
 	return plan, stay, nil
+}
+
+// notMovable says why the claim of pv is not moved ("" when it is): pv has no bound claim, or the
+// claim is being deleted. A PV that a move interrupted after deleting its claim is movable.
+func notMovable(ctx context.Context, c client.Reader, pv *corev1.PersistentVolume) string {
+	if pv.Annotations[moveToAnnotation] != "" && pv.Spec.ClaimRef != nil {
+		return ""
+	}
+	if pv.Spec.ClaimRef == nil || pv.Status.Phase != corev1.VolumeBound {
+		return fmt.Sprintf("%s, no bound claim", pv.Status.Phase)
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: pv.Spec.ClaimRef.Namespace, Name: pv.Spec.ClaimRef.Name}, claim)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("claim %s/%s: %v", pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, err)
+	case !claim.DeletionTimestamp.IsZero():
+		return fmt.Sprintf("claim %s/%s is being deleted", claim.Namespace, claim.Name)
+	}
+	return ""
 }
 
 // noPodsUsing refuses the plan when pods use its claims.

@@ -122,3 +122,18 @@ func TestEvacuateRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestEvacuateLeavesClaimsBeingDeleted: a claim being deleted is not moved, and the plan says so.
+func TestEvacuateLeavesClaimsBeingDeleted(t *testing.T) {
+	objs := evacuateWorld()
+	claim := objs[len(objs)-5].(*corev1.PersistentVolumeClaim)
+	claim.DeletionTimestamp, claim.Finalizers = &metav1.Time{Time: time.Now()}, []string{"kubernetes.io/pvc-protection"}
+	c := moveClient(t, objs...)
+	out, err := runEvacuate(t, c, EvacuateOptions{MoveOptions: MoveOptions{Yes: true, StopWorkload: true}})
+	if err != nil {
+		t.Fatalf("evacuate: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "move 1 claim(s)") || !strings.Contains(out, "claim prod/data-db-1 is being deleted") {
+		t.Errorf("output:\n%s", out)
+	}
+}
