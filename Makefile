@@ -163,10 +163,15 @@ test-rules: ## promtool check + unit tests of every alert (test/prometheus) on d
 	bash hack/test-rules.sh
 
 .PHONY: bench
-bench: ## Benchmarks (performance is measured here, never in timed unit tests): the host Go benchmarks, then the thin-metadata Delta/Allocated benchmark in UML guests (bench-thinmeta).
+bench: ## Benchmarks (performance is measured here, never in timed unit tests): the host Go benchmarks, then the thin-metadata Delta/Allocated benchmark (bench-thinmeta) and the copy-between-nodes benchmark (bench-transfer) in UML guests.
 	go test -run '^$$' -bench . -benchmem ./...
 	go -C dev test -run '^$$' -bench . -benchmem ./...
 	bash hack/bench-thinmeta.sh
+	bash hack/bench-transfer.sh
+
+.PHONY: bench-transfer
+bench-transfer: ## Copy-between-nodes benchmark (TestGuestTransferBenchmark) in a UML guest: a 4 GiB thin volume 25 % allocated and a 4 GiB thick one through the Transfer service, against a raw TCP copy (TRANSFER_BENCH_GIB=4; docs/mobility.md).
+	bash hack/bench-transfer.sh
 
 .PHONY: bench-thinmeta
 bench-thinmeta: ## Thin-metadata Delta/Allocated benchmark (TestGuestBenchmark) in UML guests, chunk 64 KiB then 1 MiB (THINMETA_BENCH_GIB=10, THINMETA_BENCH_CHUNK_KIB="64 1024"; docs/changed-blocks.md).

@@ -100,7 +100,7 @@ func (s *transferServer) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("transfer service: %w", err)
 	}
-	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(s.id.ServerTLS())))
+	g := grpc.NewServer(append(transferServerOptions(), grpc.Creds(credentials.NewTLS(s.id.ServerTLS())))...)
 	transferpb.RegisterTransferServer(g, transfer.NewServer(s.node, s.verifier, s.open))
 	ctrl.LoggerFrom(ctx).WithName("transfer").Info("Serving transfers to other nodes' agents", "address", s.addr)
 	go func() {
@@ -111,6 +111,24 @@ func (s *transferServer) Start(ctx context.Context) error {
 		return fmt.Errorf("transfer service: %w", err)
 	}
 	return nil
+}
+
+// transferWindow is the HTTP/2 flow-control window of a copy's stream and connection: several
+// chunks in flight, so that the source reads and hashes the next chunks while the target writes,
+// syncs and reads back (gRPC's default starts at 64 KiB and grows only by its estimate of the
+// link's bandwidth-delay product).
+const transferWindow = 16 << 20
+
+// transferServerOptions are the Transfer service's gRPC server options (its credentials apart).
+func transferServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.InitialWindowSize(transferWindow), grpc.InitialConnWindowSize(transferWindow),
+		grpc.WriteBufferSize(1 << 20), grpc.ReadBufferSize(1 << 20)}
+}
+
+// transferDialOptions are the fetcher's gRPC dial options (its credentials apart).
+func transferDialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithInitialWindowSize(transferWindow), grpc.WithInitialConnWindowSize(transferWindow),
+		grpc.WithWriteBufferSize(1 << 20), grpc.WithReadBufferSize(1 << 20)}
 }
 
 // fetcher is the target node's side: it fetches a source from another node's Transfer service
@@ -132,7 +150,8 @@ func (f *fetcher) Fetch(ctx context.Context, req logicalvolume.Fetch, onCheckpoi
 	if err != nil {
 		return req.From, err
 	}
-	conn, err := grpc.NewClient(req.Address, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	conn, err := grpc.NewClient(req.Address,
+		append(transferDialOptions(), grpc.WithTransportCredentials(credentials.NewTLS(cfg)))...)
 	if err != nil {
 		return req.From, fmt.Errorf("connect to node %s's agent at %s: %w", req.SourceNode, req.Address, err)
 	}
