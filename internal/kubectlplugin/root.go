@@ -236,8 +236,7 @@ func (o *rootOptions) moveCommand() *cobra.Command {
 			}
 			opts.Options = Options{OperatorNamespace: o.operatorNamespace, Namespace: ns, Output: o.output}
 			opts.Claim, opts.In = name, cmd.InOrStdin()
-			f, isFile := cmd.OutOrStdout().(*os.File)
-			opts.Terminal = isFile && term.IsTerminal(int(f.Fd()))
+			opts.Terminal = isTerminal(cmd.OutOrStdout())
 			return RunMove(cmd.Context(), c, opts, cmd.OutOrStdout())
 		},
 	}
@@ -270,8 +269,7 @@ func (o *rootOptions) evacuateCommand() *cobra.Command {
 			}
 			opts.Options = Options{OperatorNamespace: o.operatorNamespace, Output: o.output}
 			opts.Node, opts.In = args[0], cmd.InOrStdin()
-			f, isFile := cmd.OutOrStdout().(*os.File)
-			opts.Terminal = isFile && term.IsTerminal(int(f.Fd()))
+			opts.Terminal = isTerminal(cmd.OutOrStdout())
 			return RunEvacuate(cmd.Context(), c, opts, cmd.OutOrStdout())
 		},
 	}
@@ -280,6 +278,12 @@ func (o *rootOptions) evacuateCommand() *cobra.Command {
 		"delete the pods that use each claim when its move starts; their replacements wait until it is done")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", DefaultMoveTimeout, "how long each claim's move may take")
 	return cmd
+}
+
+// isTerminal reports whether w is a terminal (progress is then drawn in place).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // versionCommand prints the build information of the binary.

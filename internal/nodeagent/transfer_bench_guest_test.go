@@ -24,9 +24,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
-	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
-	"github.com/lvm-operator/lvm-operator/internal/testing/umlguest"
 	"github.com/lvm-operator/lvm-operator/internal/thinmeta"
 	"github.com/lvm-operator/lvm-operator/internal/transfer"
 	transferpb "github.com/lvm-operator/lvm-operator/internal/transfer/proto"
@@ -47,7 +45,8 @@ func TestGuestTransferBenchmark(t *testing.T) {
 		t.Skip("TRANSFER_BENCH_GIB is not set")
 	}
 	size := gib << 30
-	h, svc := benchLVMD(t, gib)
+	// Seven disks: a thin pool of gib+1 GiB (the source's quarter and a whole copy) and the rest thick.
+	h, svc := tsGuestLVMDOn(t, 7, (gib+1)<<30)
 	ts := NewTransferSources(svc, thinmeta.New(h))
 	addr, key := benchServe(t, ts)
 
@@ -84,31 +83,6 @@ func TestGuestTransferBenchmark(t *testing.T) {
 			}
 		})
 	}
-}
-
-// benchLVMD is tsGuestLVMD on seven disks with a thin pool of gib+1 GiB (room for the source's
-// quarter and a whole copy) and the rest thick.
-func benchLVMD(t *testing.T, gib uint64) (*exec.Host, *lvmd.Service) {
-	t.Helper()
-	disks := umlguest.Disks(t, 0, 7)
-	h := exec.NewHost()
-	c := lvm.New(h)
-	ctx := t.Context()
-	tsMust(t, c.CreateVG(ctx, "gvg", disks))
-	vg, err := c.OwnedVG(ctx, "gvg")
-	tsMust(t, err)
-	tsMust(t, c.CreateThinPool(ctx, vg, lvm.ThinPoolOptions{Name: "pool", Size: (gib + 1) << 30,
-		ChunkSize: 64 << 10, Zero: true}))
-	spare := uint64(0)
-	classes, err := lvmd.NewDeviceClassManager(&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{
-		{Name: "thin", VolumeGroup: "gvg", Type: lvmd.TypeThin, Default: true,
-			ThinPool: &lvmd.ThinPoolConfig{Name: "pool", OverprovisionRatio: 10}},
-		{Name: "thick", VolumeGroup: "gvg", SpareGB: &spare},
-	}})
-	tsMust(t, err)
-	svc, err := lvmd.NewService(lvmd.Options{Executor: h, Classes: classes})
-	tsMust(t, err)
-	return h, svc
 }
 
 // benchWriteQuarter writes random data over every fourth MiB of dev.

@@ -201,7 +201,13 @@ func tsCreate(t *testing.T, svc *lvmd.Service, name, class string, size uint64) 
 // service with classes thin (the pool) and thick on it.
 func tsGuestLVMD(t *testing.T) (*exec.Host, *lvmd.Service) {
 	t.Helper()
-	disks := umlguest.Disks(t, 0, 2)
+	return tsGuestLVMDOn(t, 2, 512<<20)
+}
+
+// tsGuestLVMDOn is tsGuestLVMD on n guest disks with a thin pool of pool bytes.
+func tsGuestLVMDOn(t *testing.T, n int, pool uint64) (*exec.Host, *lvmd.Service) {
+	t.Helper()
+	disks := umlguest.Disks(t, 0, n)
 	h := exec.NewHost()
 	c := lvm.New(h)
 	ctx := t.Context()
@@ -214,7 +220,7 @@ func tsGuestLVMD(t *testing.T) (*exec.Host, *lvmd.Service) {
 	tsMust(t, c.CreateVG(ctx, "gvg", disks))
 	vg, err := c.OwnedVG(ctx, "gvg")
 	tsMust(t, err)
-	tsMust(t, c.CreateThinPool(ctx, vg, lvm.ThinPoolOptions{Name: "pool", Size: 512 << 20, ChunkSize: 64 << 10,
+	tsMust(t, c.CreateThinPool(ctx, vg, lvm.ThinPoolOptions{Name: "pool", Size: pool, ChunkSize: 64 << 10,
 		Zero: true}))
 	spare := uint64(0)
 	classes, err := lvmd.NewDeviceClassManager(&lvmd.Config{DeviceClasses: []lvmd.DeviceClass{
