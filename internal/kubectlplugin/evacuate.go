@@ -134,7 +134,9 @@ func planEvacuation(ctx context.Context, c client.Reader, node string) ([]evacua
 					ErrMoveRefused, p.namespace, p.claim, formatBytes(p.size), p.class)
 			}
 		}
-		free[p.to][p.class] -= p.size
+		if f, ok := free[p.to]; ok { // a resumed move's node may be unschedulable by now
+			f[p.class] -= p.size
+		}
 		plan = append(plan, p)
 	}
 	for id, lv := range onNode {

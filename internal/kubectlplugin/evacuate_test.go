@@ -137,3 +137,16 @@ func TestEvacuateLeavesClaimsBeingDeleted(t *testing.T) {
 		t.Errorf("output:\n%s", out)
 	}
 }
+
+// TestEvacuateResumesToAnUnschedulableNode: a move interrupted after it recorded its target keeps
+// that target in the plan, also when that node has been cordoned since.
+func TestEvacuateResumesToAnUnschedulableNode(t *testing.T) {
+	objs := evacuateWorld()
+	pv := objs[3].(*corev1.PersistentVolume)
+	pv.Annotations[moveToAnnotation] = "node-b"
+	objs[1].(*corev1.Node).Spec.Unschedulable = true
+	plan, _, err := planEvacuation(t.Context(), moveClient(t, objs...), "node-a")
+	if err != nil || len(plan) != 2 || plan[0].to != "node-b" || plan[1].to != "node-c" {
+		t.Fatalf("plan %+v, %v; want data-db-0 resumed to node-b and data-db-1 to node-c", plan, err)
+	}
+}
