@@ -5,7 +5,7 @@
 # golden files of TestKubectlLVMS.
 #
 # Environment: E2E_STATE_DIR (default: a directory under ${XDG_CACHE_HOME:-~/.cache}/lvms/e2e-cluster)
-# is the cluster's state directory; E2E_TIMEOUT (default 50m) bounds go test; E2E_RUN is passed as
+# is the cluster's state directory; E2E_TIMEOUT (default 75m: the suite takes about 55 min on a 2-core machine) bounds go test; E2E_RUN is passed as
 # -run; E2E_PARALLEL (default 2: the nodes are single-CPU guests on a 2-core host, and more flows at once only
 # time out) is how many of TestVolumeFlows' flows run at once; E2E_KEEP=1
 # leaves the cluster up and prints how to reach it. The nodes import the images in _output/images
@@ -36,7 +36,7 @@ trap finish EXIT
 # the kubectl-lvms plugin on PATH.
 kubectl_bin="$(bash hack/kube-assets.sh | tail -1)/kubectl"
 (cd dev/e2e && PATH="${BIN}:${PATH}" KUBECTL="${kubectl_bin}" KUBECONFIG="${STATE}/kubeconfig" \
-	"${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-50m}" \
+	"${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-75m}" \
 	-test.parallel "${E2E_PARALLEL:-2}" -test.skip '^TestUpgrade$' \
 	${E2E_RUN:+-test.run "${E2E_RUN}"}) | tee "${BIN}/e2e.out"
 # An E2E_RUN that matches no test runs nothing, and go test calls that a pass.
