@@ -184,12 +184,11 @@ func (o *rootOptions) planCommand() *cobra.Command {
 			"  kubectl get lvmcluster my-lvmcluster -n lvms-system -o yaml --context staging | kubectl lvms plan -f -",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
+			c, common, err := o.connect(false)
 			if err != nil {
 				return err
 			}
-			opts.Options = Options{OperatorNamespace: o.operatorNamespace, Output: o.output}
-			opts.Stdin = cmd.InOrStdin()
+			opts.Options, opts.Stdin = common, cmd.InOrStdin()
 			return RunPlan(cmd.Context(), c, opts, cmd.OutOrStdout())
 		},
 	}
@@ -226,16 +225,11 @@ func (o *rootOptions) moveCommand() *cobra.Command {
 			if !ok || name == "" {
 				return fmt.Errorf("move takes pvc/NAME, not %q", args[0])
 			}
-			c, err := o.client()
+			c, common, err := o.connect(true)
 			if err != nil {
 				return err
 			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			opts.Options = Options{OperatorNamespace: o.operatorNamespace, Namespace: ns, Output: o.output}
-			opts.Claim, opts.In = name, cmd.InOrStdin()
+			opts.Options, opts.Claim, opts.In = common, name, cmd.InOrStdin()
 			opts.Terminal = isTerminal(cmd.OutOrStdout())
 			return RunMove(cmd.Context(), c, opts, cmd.OutOrStdout())
 		},
@@ -263,12 +257,11 @@ func (o *rootOptions) evacuateCommand() *cobra.Command {
 		Example: "  kubectl lvms evacuate worker-1\n  kubectl lvms evacuate worker-1 --stop-workload --yes",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			c, common, err := o.connect(false)
 			if err != nil {
 				return err
 			}
-			opts.Options = Options{OperatorNamespace: o.operatorNamespace, Output: o.output}
-			opts.Node, opts.In = args[0], cmd.InOrStdin()
+			opts.Options, opts.Node, opts.In = common, args[0], cmd.InOrStdin()
 			opts.Terminal = isTerminal(cmd.OutOrStdout())
 			return RunEvacuate(cmd.Context(), c, opts, cmd.OutOrStdout())
 		},
@@ -306,17 +299,28 @@ func (o *rootOptions) versionCommand() *cobra.Command {
 // run adapts a Runner to cobra: it connects to the cluster and resolves the namespaces first.
 func (o *rootOptions) run(r Runner) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		c, err := o.client()
+		c, opts, err := o.connect(true)
 		if err != nil {
 			return err
 		}
-		ns, err := o.namespace()
-		if err != nil {
-			return err
-		}
-		opts := Options{OperatorNamespace: o.operatorNamespace, Namespace: ns, Output: o.output}
 		return r(cmd.Context(), c, opts, args, cmd.OutOrStdout())
 	}
+}
+
+// connect returns the client and the Options of a command; namespaced resolves the namespace of its
+// arguments too (-n, else the kubeconfig's).
+func (o *rootOptions) connect(namespaced bool) (client.Client, Options, error) {
+	c, err := o.client()
+	if err != nil {
+		return nil, Options{}, err
+	}
+	opts := Options{OperatorNamespace: o.operatorNamespace, Output: o.output}
+	if namespaced {
+		if opts.Namespace, err = o.namespace(); err != nil {
+			return nil, Options{}, err
+		}
+	}
+	return c, opts, nil
 }
 
 func (o *rootOptions) client() (client.Client, error) {
