@@ -2,8 +2,9 @@
 # make check-dist: lints and renders the generated Helm chart with the real Helm CLI (built into
 # the cache by hack/helm.sh): `helm lint --strict`, then `helm template` with the default values
 # and with another namespace and an image digest, checking that both settings reach the objects,
-# and with monitoring.enabled (ServiceMonitor, PrometheusRule), schedulerExtender.enabled and
-# snapshotMetadata.enabled (the optional components of config/components), and profiling.enabled.
+# and with monitoring.enabled (ServiceMonitor, PrometheusRule), schedulerExtender.enabled,
+# snapshotMetadata.enabled and evacuator.enabled (the optional components of config/components), and
+# profiling.enabled.
 # The OLM bundle is validated by go -C dev test ./internal/dist (operator-framework/api validators).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -73,6 +74,32 @@ done
 if grep -q "lvms-system" "${out}/snapmeta.yaml"; then
 	echo "check-dist: FAIL: with the snapshot metadata service, a template still names lvms-system when installed into storage-x:" >&2
 	grep -n "lvms-system" "${out}/snapmeta.yaml" >&2
+	fail=1
+fi
+# The evacuator: off by default; on, the chart adds in the release namespace its Deployment (running
+# `lvms evacuator` from the release's image, so the image appears once more than without it), its
+# ServiceAccount and its RBAC, and leaves the rest as it is.
+"${helm}" template lvms "${chart}" --kube-version 1.37.0 --namespace storage-x --set evacuator.enabled=true \
+	--set image.repository=registry.example.test/lvms --set image.digest="${digest}" >"${out}/evacuator.yaml"
+if grep -q "lvms-evacuator" "${out}/default.yaml" "${out}/custom.yaml" "${out}/extender.yaml" "${out}/snapmeta.yaml"; then
+	echo "check-dist: FAIL: the chart renders the evacuator with evacuator.enabled=false" >&2
+	fail=1
+fi
+for want in "name: lvms-evacuator$" "name: lvms-evacuator-leader-election$" "- evacuator$" \
+	"serviceAccountName: lvms-evacuator$" "- pods/eviction$"; do
+	grep -q -e "${want}" "${out}/evacuator.yaml" ||
+		{ echo "check-dist: FAIL: evacuator.enabled=true does not render ${want}" >&2; fail=1; }
+done
+# In storage-x: the ServiceAccount, the Deployment and the subjects of both bindings.
+in_ns="$(grep -A1 -e "^  name: lvms-evacuator$" "${out}/evacuator.yaml" | grep -c "^  namespace: 'storage-x'$" || true)"
+[[ "${in_ns}" == 4 ]] ||
+	{ echo "check-dist: FAIL: ${in_ns} of the evacuator's ServiceAccount, Deployment and binding subjects are in storage-x, want 4" >&2; fail=1; }
+images() { grep -c "image: 'registry.example.test/lvms@${digest}'" "$1" || true; }
+[[ "$(images "${out}/evacuator.yaml")" == "$(($(images "${out}/custom.yaml") + 1))" ]] ||
+	{ echo "check-dist: FAIL: with evacuator.enabled=true the evacuator does not run the release's image" >&2; fail=1; }
+if grep -q "lvms-system" "${out}/evacuator.yaml"; then
+	echo "check-dist: FAIL: with the evacuator, a template still names lvms-system when installed into storage-x:" >&2
+	grep -n "lvms-system" "${out}/evacuator.yaml" >&2
 	fail=1
 fi
 # Profiling: off by default; on, the operator's LVMS_PROFILING is "true" (it passes --profiling on

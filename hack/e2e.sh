@@ -31,7 +31,7 @@ trap finish EXIT
 # The suite needs a fresh cluster: stop one an interrupted or kept (E2E_KEEP=1) run left here.
 "${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true
 "${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 4 --disk-size 8 --scheduler-extender \
-	--snapshot-metadata >&2
+	--snapshot-metadata --evacuator >&2
 # In the package directory, as go test runs it (golden files under dev/e2e/testdata); kubectl finds
 # the kubectl-lvms plugin on PATH.
 kubectl_bin="$(bash hack/kube-assets.sh | tail -1)/kubectl"

@@ -13,6 +13,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage: true,
 	}
 	root.AddCommand(newVersionCommand(), newLvmdCommand(), newOperatorCommand(), newNodeCommand(), newDisksCommand(),
-		newSchedulerCommand(), newSnapshotMetadataCommand())
+		newSchedulerCommand(), newSnapshotMetadataCommand(), newEvacuatorCommand())
 	return root
 }

@@ -21,6 +21,12 @@ import (
 // user's overlay does.
 func buildWithSchedulerExtender(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
+	return buildWithComponent(t, "scheduler-extender")
+}
+
+// buildWithComponent builds config/default with the component config/components/<name>.
+func buildWithComponent(t *testing.T, name string) []*unstructured.Unstructured {
+	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +38,7 @@ func buildWithSchedulerExtender(t *testing.T) []*unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	k := "resources:\n- " + filepath.Join(base, "default") +
-		"\ncomponents:\n- " + filepath.Join(base, "components", "scheduler-extender") + "\n"
+		"\ncomponents:\n- " + filepath.Join(base, "components", name) + "\n"
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -51,12 +51,14 @@ func TestNodesAndOperator(t *testing.T) {
 }
 
 // TestInstalledPrivileges asks the API server what the service accounts of the install may do:
-// the node agent and the operator run with their own, minimal roles. The allowed rows prove the
-// install's RBAC is in place (a cluster without it would deny everything and pass the rest).
+// the node agent, the operator and the evacuator (config/components/evacuator, which hack/e2e.sh
+// installs with lvms-dev up --evacuator) run with their own, minimal roles. The allowed rows prove
+// the install's RBAC is in place (a cluster without it would deny everything and pass the rest).
 func TestInstalledPrivileges(t *testing.T) {
 	e := newEnv(t)
 	node := "system:serviceaccount:" + operatorNS + ":lvms-node"
 	operator := "system:serviceaccount:" + operatorNS + ":lvms-operator"
+	evacuator := "system:serviceaccount:" + operatorNS + ":lvms-evacuator"
 	tests := []struct {
 		user, verb, group, resource, namespace string
 		allowed                                bool
@@ -76,13 +78,25 @@ func TestInstalledPrivileges(t *testing.T) {
 		{operator, "update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", false,
 			"someone-elses-webhook"},
 		{operator, "create", "apps", "daemonsets", "kube-system", false, ""},
+		{evacuator, "patch", "", "nodes", "", true, ""},
+		{evacuator, "create", "", "pods/eviction", "default", true, ""},
+		{evacuator, "delete", "", "pods", "default", false, ""},
+		{evacuator, "delete", "", "persistentvolumeclaims", "default", true, ""},
+		{evacuator, "create", "", "persistentvolumes", "", true, ""},
+		{evacuator, "delete", "", "persistentvolumes", "", false, ""},
+		{evacuator, "create", "topolvm.io", "logicalvolumes", "", true, ""},
+		{evacuator, "list", "", "secrets", "", false, ""},
+		{evacuator, "update", "coordination.k8s.io", "leases", operatorNS, true, ""},
+		{evacuator, "update", "coordination.k8s.io", "leases", "kube-system", false, ""},
 	}
 	for _, tt := range tests {
+		resource, subresource, _ := strings.Cut(tt.resource, "/")
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   tt.user,
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: tt.verb, Group: tt.group, Resource: tt.resource, Namespace: tt.namespace, Name: tt.name,
+				Verb: tt.verb, Group: tt.group, Resource: resource, Subresource: subresource,
+				Namespace: tt.namespace, Name: tt.name,
 			},
 		}}
 		if err := e.c.Create(e.ctx(), sar); err != nil {

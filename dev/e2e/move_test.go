@@ -164,23 +164,7 @@ func TestEvacuate(t *testing.T) {
 		oldLVs = append(oldLVs, lv.Status.VolumeID)
 		t.Logf("%s runs on %s with data %s (LV %s)", pod, on, sum, lv.Status.VolumeID)
 	}
-	// evacuate moves every claim of the node: let the claims of the tests before go first.
-	e.waitFor("no other namespace's claim on "+node, func(ctx context.Context) (bool, string, error) {
-		var pvs corev1.PersistentVolumeList
-		if err := e.c.List(ctx, &pvs); err != nil {
-			return false, "", err
-		}
-		var others []string
-		for _, pv := range pvs.Items {
-			a := pv.Spec.NodeAffinity
-			if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace == e.ns || a == nil || a.Required == nil ||
-				!strings.Contains(fmt.Sprint(a.Required.NodeSelectorTerms), node) {
-				continue
-			}
-			others = append(others, pv.Spec.ClaimRef.Namespace+"/"+pv.Spec.ClaimRef.Name)
-		}
-		return len(others) == 0, fmt.Sprintf("claims %v", others), nil
-	})
+	e.waitNoOtherClaims(node)
 	out := kubectl(t, "lvms", "evacuate", node, "--stop-workload", "--yes")
 	t.Logf("kubectl lvms evacuate:\n%s", out)
 	for i := range 3 {
@@ -217,4 +201,26 @@ func (e *env) uncordon(node string) {
 	if err := e.c.Patch(ctx, n, client.MergeFrom(base)); err != nil {
 		e.t.Errorf("uncordon %s: %v", node, err)
 	}
+}
+
+// waitNoOtherClaims waits until no claim of another namespace (the tests before) has its volume on
+// node: an evacuation moves every claim of the node.
+func (e *env) waitNoOtherClaims(node string) {
+	e.t.Helper()
+	e.waitFor("no other namespace's claim on "+node, func(ctx context.Context) (bool, string, error) {
+		var pvs corev1.PersistentVolumeList
+		if err := e.c.List(ctx, &pvs); err != nil {
+			return false, "", err
+		}
+		var others []string
+		for _, pv := range pvs.Items {
+			a := pv.Spec.NodeAffinity
+			if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace == e.ns || a == nil || a.Required == nil ||
+				!strings.Contains(fmt.Sprint(a.Required.NodeSelectorTerms), node) {
+				continue
+			}
+			others = append(others, pv.Spec.ClaimRef.Namespace+"/"+pv.Spec.ClaimRef.Name)
+		}
+		return len(others) == 0, fmt.Sprintf("claims %v", others), nil
+	})
 }

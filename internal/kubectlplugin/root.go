@@ -18,6 +18,7 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+	"github.com/lvm-operator/lvm-operator/internal/mobility"
 	"github.com/lvm-operator/lvm-operator/internal/version"
 )
 
@@ -201,7 +202,7 @@ func (o *rootOptions) planCommand() *cobra.Command {
 
 // moveCommand is kubectl lvms move pvc/NAME --to NODE.
 func (o *rootOptions) moveCommand() *cobra.Command {
-	opts := MoveOptions{}
+	opts := mobility.MoveOptions{}
 	cmd := &cobra.Command{
 		Use:   "move pvc/NAME --to NODE",
 		Short: "Move a bound claim's data to another node and bind the claim there (docs/mobility.md)",
@@ -229,23 +230,23 @@ func (o *rootOptions) moveCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts.Options, opts.Claim, opts.In = common, name, cmd.InOrStdin()
+			opts.Namespace, opts.Claim, opts.In = common.Namespace, name, cmd.InOrStdin()
 			opts.Terminal = isTerminal(cmd.OutOrStdout())
-			return RunMove(cmd.Context(), c, opts, cmd.OutOrStdout())
+			return mobility.RunMove(cmd.Context(), c, opts, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&opts.To, "to", "", "the node to move the claim's data to")
 	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "move without asking")
 	cmd.Flags().BoolVar(&opts.StopWorkload, "stop-workload", false,
 		"delete the pods that use the claim and keep their replacements Pending until the claim is on the new node")
-	cmd.Flags().DurationVar(&opts.Timeout, "timeout", DefaultMoveTimeout, "how long the whole move may take")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", mobility.DefaultMoveTimeout, "how long the whole move may take")
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
 }
 
 // evacuateCommand is kubectl lvms evacuate NODE.
 func (o *rootOptions) evacuateCommand() *cobra.Command {
-	opts := EvacuateOptions{}
+	opts := mobility.EvacuateOptions{}
 	cmd := &cobra.Command{
 		Use:   "evacuate NODE",
 		Short: "Move every claim whose volume is on NODE to the other nodes, one at a time (docs/mobility.md)",
@@ -257,19 +258,24 @@ func (o *rootOptions) evacuateCommand() *cobra.Command {
 		Example: "  kubectl lvms evacuate worker-1\n  kubectl lvms evacuate worker-1 --stop-workload --yes",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, common, err := o.connect(false)
+			c, _, err := o.connect(false)
 			if err != nil {
 				return err
 			}
-			opts.Options, opts.Node, opts.In = common, args[0], cmd.InOrStdin()
+			opts.Node, opts.In = args[0], cmd.InOrStdin()
 			opts.Terminal = isTerminal(cmd.OutOrStdout())
-			return RunEvacuate(cmd.Context(), c, opts, cmd.OutOrStdout())
+			return mobility.RunEvacuate(cmd.Context(), c, opts, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "evacuate without asking")
 	cmd.Flags().BoolVar(&opts.StopWorkload, "stop-workload", false,
 		"delete the pods that use each claim when its move starts; their replacements wait until it is done")
-	cmd.Flags().DurationVar(&opts.Timeout, "timeout", DefaultMoveTimeout, "how long each claim's move may take")
+	cmd.Flags().DurationVar(
+		&opts.Timeout,
+		"timeout",
+		mobility.DefaultMoveTimeout,
+		"how long each claim's move may take",
+	)
 	return cmd
 }
 

@@ -71,6 +71,9 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 	fl.BoolVar(&o.SnapshotMetadata, "snapshot-metadata", false,
 		"install the product with its snapshot metadata service (config/components/snapshot-metadata) and the "+
 			"SnapshotMetadataService CRD, and import the external-snapshot-metadata sidecar and snapshot-metadata-lister images")
+	fl.BoolVar(&o.Evacuator, "evacuator", false,
+		"install the product with its evacuator (config/components/evacuator): the Deployment lvms-evacuator, "+
+			"which evacuates the nodes labelled lvms.topolvm.io/evacuate=true")
 	fl.BoolVar(&o.Profiling, "profiling", false,
 		"install the product with config/components/profiling: the operator and the node agents serve pprof "+
 			"on their metrics endpoints (ClusterRole lvms-profile-reader)")

@@ -31,6 +31,9 @@ func newDistCommand() *cobra.Command {
 			if o.SnapshotMetadataComponent == "" {
 				o.SnapshotMetadataComponent = filepath.Join(root, "config", "components", "snapshot-metadata")
 			}
+			if o.EvacuatorComponent == "" {
+				o.EvacuatorComponent = filepath.Join(root, "config", "components", "evacuator")
+			}
 			if o.SampleFile == "" {
 				o.SampleFile = filepath.Join(root, "config", "samples", "lvm_v1alpha1_lvmcluster.yaml")
 			}
@@ -64,5 +67,7 @@ func newDistCommand() *cobra.Command {
 	fl.StringVar(&o.SnapshotMetadataComponent, "snapshot-metadata", "", "kustomize component of the snapshot "+
 		"metadata service: the chart's snapshotMetadata.enabled, and what the OLM bundle carries of it without its operator "+
 		"flag (default <root>/config/components/snapshot-metadata)")
+	fl.StringVar(&o.EvacuatorComponent, "evacuator", "", "kustomize component of the evacuator, the chart's "+
+		"evacuator.enabled; the OLM bundle leaves it out (default <root>/config/components/evacuator)")
 	return cmd
 }

@@ -40,6 +40,8 @@ type Config struct {
 	// SnapshotMetadata installs the product with the snapshot-metadata component, the
 	// SnapshotMetadataService CRD, and imports the sidecar's and the lister's images (snapmeta.go).
 	SnapshotMetadata bool `json:"snapshotMetadata,omitempty"`
+	// Evacuator installs the product with the evacuator component (evacuator.go).
+	Evacuator bool `json:"evacuator,omitempty"`
 	// Profiling installs the product with the profiling component: the operator and the node
 	// agents serve Go's runtime profiles on their metrics endpoints.
 	Profiling bool `json:"profiling,omitempty"`

@@ -64,6 +64,9 @@ func overlayComponents(cfg Config) (components []string, patches string, extra m
 	if cfg.SnapshotMetadata {
 		components = append(components, SnapshotMetadataComponent)
 	}
+	if cfg.Evacuator {
+		components = append(components, EvacuatorComponent)
+	}
 	if cfg.Profiling {
 		components = append(components, ProfilingComponent)
 	}
@@ -134,7 +137,9 @@ func (c *cluster) installProduct(ctx context.Context) error {
 // container of its Deployments (also of the last crashed run) to the kubectl log the failure quotes.
 func (c *cluster) describeProduct(ctx context.Context) {
 	_ = c.kubectl(ctx, "-n", Namespace, "get", "pods", "-o", "wide")
-	for _, d := range []string{"deployment/lvms-operator", "deployment/" + snapshotMetadataDeployment} {
+	for _, d := range []string{
+		"deployment/lvms-operator", "deployment/" + snapshotMetadataDeployment, "deployment/" + evacuatorDeployment,
+	} {
 		for _, previous := range []string{"--previous=false", "--previous=true"} {
 			_ = c.kubectl(ctx, "-n", Namespace, "logs", d, "--all-containers", "--tail=20", previous)
 		}

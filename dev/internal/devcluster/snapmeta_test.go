@@ -100,6 +100,10 @@ func TestOverlayAndCRDs(t *testing.T) {
 			crds: []string{"/repo/config/crd/bases", "/tools/snapshot-crds"},
 		},
 		{
+			name: "evacuator", cfg: Config{Evacuator: true}, components: []string{EvacuatorComponent},
+			crds: []string{"/repo/config/crd/bases", "/tools/snapshot-crds"},
+		},
+		{
 			name: "both", cfg: Config{SchedulerExtender: true, SnapshotMetadata: true},
 			components: []string{ExtenderComponent, SnapshotMetadataComponent}, patched: true,
 			crds: []string{"/repo/config/crd/bases", "/tools/snapshot-crds", "/tools/snapshot-metadata-crds"},
@@ -131,7 +135,7 @@ func TestOverlayAndCRDs(t *testing.T) {
 
 // TestComponentsExist: the components the overlay names are in the repository.
 func TestComponentsExist(t *testing.T) {
-	for _, c := range []string{ExtenderComponent, SnapshotMetadataComponent, ProfilingComponent} {
+	for _, c := range []string{ExtenderComponent, SnapshotMetadataComponent, EvacuatorComponent, ProfilingComponent} {
 		if _, err := os.Stat(filepath.Join("..", "..", "..", c, "kustomization.yaml")); err != nil {
 			t.Error(err)
 		}

@@ -43,6 +43,8 @@ type UpOptions struct {
 	// (config/components/snapshot-metadata) and the SnapshotMetadataService CRD, and imports the
 	// images of the external-snapshot-metadata sidecar and of snapshot-metadata-lister.
 	SnapshotMetadata bool
+	// Evacuator installs the product with its evacuator (config/components/evacuator).
+	Evacuator bool
 	// Profiling installs the product with config/components/profiling (pprof on the metrics
 	// endpoints of the operator and the node agents).
 	Profiling bool
@@ -141,6 +143,7 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 		MaxPods:           o.MaxPods,
 		SchedulerExtender: o.SchedulerExtender,
 		SnapshotMetadata:  o.SnapshotMetadata,
+		Evacuator:         o.Evacuator,
 		Profiling:         o.Profiling,
 		LVMSDev:           filepath.Join(l.Bin(), "lvms-dev"),
 		GuestBridge:       filepath.Join(l.Bin(), "guestbridge"),

@@ -11,11 +11,12 @@ import (
 )
 
 // The optional kustomize components in the chart (config/components: the scheduler extender, the
-// snapshot metadata service): each becomes a value <Value>.enabled. The install is rendered with
-// every subset of the components on top. Objects only a component adds go to one template of its
-// own behind its value; objects the components change (the operator's Deployment gets a flag from
-// each) are written in every form they take, chosen by the values of the components that change
-// them. So the chart follows config/ with nothing kept by hand.
+// snapshot metadata service, the evacuator): each becomes a value <Value>.enabled. The install is
+// rendered with every subset of the components on top. Objects only a component adds go to one
+// template of its own behind its value; objects the components change (the operator's Deployment
+// gets a flag from the extender and the snapshot metadata service) are written in every form they
+// take, chosen by the values of the components that change them. So the chart follows config/ with
+// nothing kept by hand.
 
 // Component is an optional kustomize component the chart turns on with a value.
 type Component struct {
@@ -37,6 +38,9 @@ func (o Options) components() []Component {
 	}
 	if o.SnapshotMetadataComponent != "" {
 		out = append(out, snapshotMetadataComponent(o.SnapshotMetadataComponent))
+	}
+	if o.EvacuatorComponent != "" {
+		out = append(out, evacuatorComponent(o.EvacuatorComponent))
 	}
 	return out
 }

@@ -139,16 +139,43 @@ func TestVariantsCheck(t *testing.T) {
 	}
 }
 
-// renderSnapshotMetadata renders config/default with the snapshot-metadata component.
-func renderSnapshotMetadata(t *testing.T) *Install {
+// renderComponent renders config/default with the component config/components/<name>.
+func renderComponent(t *testing.T, name string) *Install {
 	t.Helper()
 	root := filepath.Join("..", "..", "..")
 	inst, err := renderWithComponents(filepath.Join(root, "config", "default"),
-		[]string{filepath.Join(root, "config", "components", "snapshot-metadata")})
+		[]string{filepath.Join(root, "config", "components", name)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return inst
+}
+
+// renderSnapshotMetadata renders config/default with the snapshot-metadata component.
+func renderSnapshotMetadata(t *testing.T) *Install {
+	t.Helper()
+	return renderComponent(t, "snapshot-metadata")
+}
+
+// rbacSet reads the RBAC objects and service accounts of inst.
+func rbacSet(t *testing.T, inst *Install) *rbacdoc.Set {
+	t.Helper()
+	var rbac []any
+	for _, o := range inst.Objects {
+		switch o.GetKind() {
+		case "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "ServiceAccount":
+			rbac = append(rbac, o.Object)
+		}
+	}
+	stream, err := toYAML(rbac...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := rbacdoc.Decode(stream, inst.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }
 
 // typed converts the single object of kind and name in inst to T.
@@ -219,22 +246,7 @@ func TestSnapshotMetadataComponent(t *testing.T) {
 // TestSnapshotMetadataRBAC reads the RBAC of the install with the component: what each service
 // account may and may not do for the snapshot metadata service.
 func TestSnapshotMetadataRBAC(t *testing.T) {
-	inst := renderSnapshotMetadata(t)
-	var rbac []any
-	for _, o := range inst.Objects {
-		switch o.GetKind() {
-		case "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "ServiceAccount":
-			rbac = append(rbac, o.Object)
-		}
-	}
-	stream, err := toYAML(rbac...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := rbacdoc.Decode(stream, inst.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := rbacSet(t, renderSnapshotMetadata(t))
 	const ns = "lvms-system"
 	sms := func(verb string) rbacdoc.Attributes {
 		return rbacdoc.Attributes{Verb: verb, Group: "cbt.storage.k8s.io", Resource: "snapshotmetadataservices"}
@@ -347,7 +359,7 @@ func TestProfilingComponent(t *testing.T) {
 func TestEveryContainerIsConfined(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
 	var comps []string
-	for _, c := range []string{"scheduler-extender", "snapshot-metadata", "profiling"} {
+	for _, c := range []string{"scheduler-extender", "snapshot-metadata", "evacuator", "profiling"} {
 		comps = append(comps, filepath.Join(root, "config", "components", c))
 	}
 	inst, err := renderWithComponents(filepath.Join(root, "config", "default"), comps)
@@ -377,9 +389,9 @@ func TestEveryContainerIsConfined(t *testing.T) {
 			}
 		}
 	}
-	// The operator, its three CSI sidecars and the extender (the operator makes the node agents and
-	// the snapshot metadata service itself: internal/controller/lvmcluster).
-	if seen < 5 {
-		t.Fatalf("checked %d containers, want at least 5", seen)
+	// The operator, its three CSI sidecars, the extender and the evacuator (the operator makes the
+	// node agents and the snapshot metadata service itself: internal/controller/lvmcluster).
+	if seen < 6 {
+		t.Fatalf("checked %d containers, want at least 6", seen)
 	}
 }

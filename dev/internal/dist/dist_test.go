@@ -30,6 +30,7 @@ func repoFiles(t *testing.T) map[string][]byte {
 		Version:                   "0.1.0",
 		ExtenderComponent:         filepath.Join(root, "config", "components", "scheduler-extender"),
 		SnapshotMetadataComponent: filepath.Join(root, "config", "components", "snapshot-metadata"),
+		EvacuatorComponent:        filepath.Join(root, "config", "components", "evacuator"),
 	})
 	if err != nil {
 		t.Fatalf("render: %v", err)

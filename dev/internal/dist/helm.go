@@ -132,7 +132,7 @@ func templatize(obj map[string]any, namespace string) {
 }
 
 func templatizeContainer(c map[string]any, name string) {
-	if name == operatorContainer || name == extenderContainer {
+	if name == operatorContainer || name == extenderContainer || name == evacuatorContainer {
 		c["image"] = tplImage
 		c["imagePullPolicy"] = tplPolicy
 		return
@@ -164,8 +164,8 @@ func containerImages(objs []*unstructured.Unstructured) (map[string]string, erro
 }
 
 // chartValues is values.yaml: the defaults are the images of the operator's Deployment. The
-// components run no image of their own (the extender runs the lvms image; the snapshot metadata
-// sidecar's Deployment is the operator's), so they add only their <Value>.enabled.
+// components run no image of their own (the extender and the evacuator run the lvms image; the
+// snapshot metadata sidecar's Deployment is the operator's), so they add only their <Value>.enabled.
 func chartValues(deploy *unstructured.Unstructured, components []Component) (string, error) {
 	images, err := containerImages([]*unstructured.Unstructured{deploy})
 	if err != nil {

@@ -47,8 +47,9 @@ var bundleKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAcco
 
 // bundleFiles renders the OLM bundle (registry+v1) of bundleInstall: the ClusterServiceVersion, the
 // CRDs, the extra manifests and the annotations. The scheduler extender stays out of the bundle (it
-// needs kube-scheduler configured by hand); the snapshot metadata service is in it, off until the
-// Subscription turns it on (bundleInstall).
+// needs kube-scheduler configured by hand), and so does the evacuator (a Deployment of its own,
+// which OLM would run on every install: a CSV has no switch per deployment); the snapshot metadata
+// service is in it, off until the Subscription turns it on (bundleInstall).
 func bundleFiles(inst *Install, o Options, sample []byte) (map[string][]byte, error) {
 	inst, err := bundleInstall(inst, o)
 	if err != nil {

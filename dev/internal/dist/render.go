@@ -36,6 +36,10 @@ type Options struct {
 	// OLM bundle, off until a Subscription sets LVMS_SNAPSHOT_METADATA=true (bundleInstall); empty
 	// leaves it out of both.
 	SnapshotMetadataComponent string
+	// EvacuatorComponent is the kustomize component of the evacuator (config/components/evacuator):
+	// the chart's value evacuator.enabled; the OLM bundle leaves it out (evacuatorComponent); empty
+	// leaves it out of the chart.
+	EvacuatorComponent string
 }
 
 // Install is the rendered install: the multi-document YAML and its objects in the same order.

@@ -1,4 +1,4 @@
-package kubectlplugin
+package mobility
 
 import (
 	"context"
@@ -24,19 +24,19 @@ import (
 
 // EvacuateOptions are the options of kubectl lvms evacuate.
 type EvacuateOptions struct {
-	Options
 	// Node is the node to evacuate.
 	Node string
 	// Yes, StopWorkload, In, Terminal, Timeout, PollInterval: as in MoveOptions, for the whole plan.
 	MoveOptions
 }
 
-// evacuation is one claim's move in the plan.
-type evacuation struct {
-	namespace, claim string
-	to               string
-	size             int64
-	class            string
+// Evacuation is one claim's move in an evacuation plan.
+type Evacuation struct {
+	// Namespace and Claim name the claim; To is the node it goes to.
+	Namespace, Claim, To string
+	// Size is its volume's size in bytes, Class its device class.
+	Size  int64
+	Class string
 }
 
 // RunEvacuate moves every claim on opts.Node elsewhere.
@@ -45,7 +45,7 @@ func RunEvacuate(ctx context.Context, c client.Client, opts EvacuateOptions, out
 	if err := c.Get(ctx, client.ObjectKey{Name: opts.Node}, node); err != nil {
 		return fmt.Errorf("%w: node %s: %w", ErrMoveRefused, opts.Node, err)
 	}
-	plan, stay, err := planEvacuation(ctx, c, opts.Node)
+	plan, stay, err := PlanEvacuation(ctx, c, opts.Node)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func RunEvacuate(ctx context.Context, c client.Client, opts EvacuateOptions, out
 	w := func(format string, a ...any) { _, _ = fmt.Fprintf(out, format+"\n", a...) }
 	w("Evacuate node %s: cordon it, then move %d claim(s), one at a time:", opts.Node, len(plan))
 	for _, p := range plan {
-		w("  - %s/%s (%s, device class %s) to node %s", p.namespace, p.claim, formatBytes(p.size), p.class, p.to)
+		w("  - %s/%s (%s, device class %s) to node %s", p.Namespace, p.Claim, formatBytes(p.Size), p.Class, p.To)
 	}
 	for _, s := range stay {
 		w("  ! stays on the node: %s", s)
@@ -75,10 +75,9 @@ func RunEvacuate(ctx context.Context, c client.Client, opts EvacuateOptions, out
 		}
 	}
 	for i, p := range plan {
-		w("[%d/%d] %s/%s to node %s", i+1, len(plan), p.namespace, p.claim, p.to)
+		w("[%d/%d] %s/%s to node %s", i+1, len(plan), p.Namespace, p.Claim, p.To)
 		mo := opts.MoveOptions
-		mo.Options = Options{OperatorNamespace: opts.OperatorNamespace, Namespace: p.namespace, Output: opts.Output}
-		mo.Claim, mo.To, mo.Yes = p.claim, p.to, true
+		mo.Namespace, mo.Claim, mo.To, mo.Yes = p.Namespace, p.Claim, p.To, true
 		if err := RunMove(ctx, c, mo, out); err != nil {
 			return fmt.Errorf("evacuate node %s: %w", opts.Node, err)
 		}
@@ -87,9 +86,9 @@ func RunEvacuate(ctx context.Context, c client.Client, opts EvacuateOptions, out
 	return nil
 }
 
-// planEvacuation lists the claims whose volume is on node with the node each goes to, and what stays
+// PlanEvacuation lists the claims whose volume is on node with the node each goes to, and what stays
 // (snapshots, volumes without a claim). It refuses when a claim has nowhere to go.
-func planEvacuation(ctx context.Context, c client.Reader, node string) ([]evacuation, []string, error) {
+func PlanEvacuation(ctx context.Context, c client.Reader, node string) ([]Evacuation, []string, error) {
 	var pvs corev1.PersistentVolumeList
 	if err := c.List(ctx, &pvs); err != nil {
 		return nil, nil, fmt.Errorf("list PVs: %w", err)
@@ -108,7 +107,7 @@ func planEvacuation(ctx context.Context, c client.Reader, node string) ([]evacua
 	if err != nil {
 		return nil, nil, err
 	}
-	var plan []evacuation
+	var plan []Evacuation
 	var stay []string
 	claimed := map[string]bool{}
 	slices.SortFunc(
@@ -126,16 +125,16 @@ func planEvacuation(ctx context.Context, c client.Reader, node string) ([]evacua
 			stay = append(stay, fmt.Sprintf("PV %s (%s)", pv.Name, why))
 			continue
 		}
-		p := evacuation{namespace: pv.Spec.ClaimRef.Namespace, claim: pv.Spec.ClaimRef.Name,
-			size: lv.Spec.Size.Value(), class: lv.Spec.DeviceClass, to: pv.Annotations[moveToAnnotation]}
-		if p.to == "" {
-			if p.to = pickNode(free, p.class, p.size); p.to == "" {
+		p := Evacuation{Namespace: pv.Spec.ClaimRef.Namespace, Claim: pv.Spec.ClaimRef.Name,
+			Size: lv.Spec.Size.Value(), Class: lv.Spec.DeviceClass, To: pv.Annotations[moveToAnnotation]}
+		if p.To == "" {
+			if p.To = pickNode(free, p.Class, p.Size); p.To == "" {
 				return nil, nil, fmt.Errorf("%w: claim %s/%s (%s in device class %s) fits on no other schedulable node",
-					ErrMoveRefused, p.namespace, p.claim, formatBytes(p.size), p.class)
+					ErrMoveRefused, p.Namespace, p.Claim, formatBytes(p.Size), p.Class)
 			}
 		}
-		if f, ok := free[p.to]; ok { // a resumed move's node may be unschedulable by now
-			f[p.class] -= p.size
+		if f, ok := free[p.To]; ok { // a resumed move's node may be unschedulable by now
+			f[p.Class] -= p.Size
 		}
 		plan = append(plan, p)
 	}
@@ -169,19 +168,19 @@ func notMovable(ctx context.Context, c client.Reader, pv *corev1.PersistentVolum
 }
 
 // noPodsUsing refuses the plan when pods use its claims.
-func noPodsUsing(ctx context.Context, c client.Reader, plan []evacuation) error {
+func noPodsUsing(ctx context.Context, c client.Reader, plan []Evacuation) error {
 	var busy []string
 	for _, p := range plan {
 		claim := &corev1.PersistentVolumeClaim{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: p.claim}, claim); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Claim}, claim); err != nil {
 			continue // a move that deleted the claim; its pods wait for it
 		}
-		pods, err := podsUsing(ctx, c, claim)
+		pods, err := PodsUsing(ctx, c, claim)
 		if err != nil {
 			return err
 		}
 		for _, pod := range pods {
-			busy = append(busy, p.namespace+"/"+pod)
+			busy = append(busy, p.Namespace+"/"+pod)
 		}
 	}
 	if len(busy) > 0 {

@@ -1,4 +1,4 @@
-package kubectlplugin
+package mobility
 
 import (
 	"bytes"
@@ -15,12 +15,13 @@ import (
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
+	"github.com/lvm-operator/lvm-operator/internal/mobility/mobilitytest"
 )
 
 // evacuateWorld is moveWorld with a second claim prod/data-db-1 on node-a, a snapshot on node-a, and
 // node-c, which has more room than node-b.
 func evacuateWorld() []client.Object {
-	objs := moveWorld()
+	objs := mobilitytest.World()
 	claim := objs[2].DeepCopyObject().(*corev1.PersistentVolumeClaim)
 	claim.Name, claim.UID, claim.Spec.VolumeName = "data-db-1", "claim-1", "pv-old-1"
 	pv := objs[3].DeepCopyObject().(*corev1.PersistentVolume)
@@ -44,7 +45,7 @@ func runEvacuate(t *testing.T, c client.Client, opts EvacuateOptions) (string, e
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	simulate(ctx, c, &wg)
+	mobilitytest.Simulate(ctx, c, &wg)
 	defer func() { cancel(); wg.Wait() }()
 	opts.Node, opts.PollInterval, opts.Timeout = "node-a", 5*time.Millisecond, 10*time.Second
 	var out bytes.Buffer
@@ -56,7 +57,7 @@ func runEvacuate(t *testing.T, c client.Client, opts EvacuateOptions) (string, e
 // sends there), the snapshot listed as staying, node-a cordoned and left so, both claims bound on their
 // new nodes.
 func TestEvacuate(t *testing.T) {
-	c := moveClient(t, evacuateWorld()...)
+	c := mobilitytest.Client(t, evacuateWorld()...)
 	out, err := runEvacuate(t, c, EvacuateOptions{MoveOptions: MoveOptions{Yes: true, StopWorkload: true}})
 	if err != nil {
 		t.Fatalf("evacuate: %v\n%s", err, out)
@@ -110,7 +111,7 @@ func TestEvacuateRefusals(t *testing.T) {
 			if tt.change != nil {
 				tt.change(objs)
 			}
-			c := moveClient(t, objs...)
+			c := mobilitytest.Client(t, objs...)
 			out, err := runEvacuate(t, c, tt.opts)
 			if !errors.Is(err, ErrMoveRefused) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want a refusal with %q\n%s", err, tt.want, out)
@@ -128,7 +129,7 @@ func TestEvacuateLeavesClaimsBeingDeleted(t *testing.T) {
 	objs := evacuateWorld()
 	claim := objs[len(objs)-5].(*corev1.PersistentVolumeClaim)
 	claim.DeletionTimestamp, claim.Finalizers = &metav1.Time{Time: time.Now()}, []string{"kubernetes.io/pvc-protection"}
-	c := moveClient(t, objs...)
+	c := mobilitytest.Client(t, objs...)
 	out, err := runEvacuate(t, c, EvacuateOptions{MoveOptions: MoveOptions{Yes: true, StopWorkload: true}})
 	if err != nil {
 		t.Fatalf("evacuate: %v\n%s", err, out)
@@ -145,8 +146,8 @@ func TestEvacuateResumesToAnUnschedulableNode(t *testing.T) {
 	pv := objs[3].(*corev1.PersistentVolume)
 	pv.Annotations[moveToAnnotation] = "node-b"
 	objs[1].(*corev1.Node).Spec.Unschedulable = true
-	plan, _, err := planEvacuation(t.Context(), moveClient(t, objs...), "node-a")
-	if err != nil || len(plan) != 2 || plan[0].to != "node-b" || plan[1].to != "node-c" {
+	plan, _, err := PlanEvacuation(t.Context(), mobilitytest.Client(t, objs...), "node-a")
+	if err != nil || len(plan) != 2 || plan[0].To != "node-b" || plan[1].To != "node-c" {
 		t.Fatalf("plan %+v, %v; want data-db-0 resumed to node-b and data-db-1 to node-c", plan, err)
 	}
 }

@@ -1,4 +1,4 @@
-package kubectlplugin
+package mobility
 
 import (
 	"context"
@@ -110,7 +110,7 @@ func (m *mover) quiesce(ctx context.Context) error {
 	if m.s.claim == nil {
 		return nil
 	}
-	pods, err := podsUsing(ctx, m.c, m.s.claim)
+	pods, err := PodsUsing(ctx, m.c, m.s.claim)
 	if err != nil || len(pods) == 0 {
 		return err
 	}
@@ -128,7 +128,7 @@ func (m *mover) quiesce(ctx context.Context) error {
 		m.say("Deleted pod %s/%s.", pod.Namespace, name)
 	}
 	return m.poll(ctx, func(ctx context.Context) (bool, error) {
-		left, err := podsUsing(ctx, m.c, m.s.claim)
+		left, err := PodsUsing(ctx, m.c, m.s.claim)
 		return len(left) == 0, err
 	})
 }

@@ -1,4 +1,4 @@
-package kubectlplugin
+package mobility
 
 import (
 	"bufio"
@@ -59,7 +59,8 @@ var ErrMoveRefused = errors.New("move refused")
 
 // MoveOptions are the options of kubectl lvms move.
 type MoveOptions struct {
-	Options
+	// Namespace is the claim's namespace.
+	Namespace string
 	// Claim is the name of the claim in Namespace; To the target node.
 	Claim, To string
 	// Yes moves without asking; StopWorkload deletes the pods that use the claim and keeps their
@@ -254,7 +255,7 @@ func (s *moveState) check(ctx context.Context, c client.Reader, opts MoveOptions
 	if s.claim == nil {
 		return nil
 	}
-	if s.pods, err = podsUsing(ctx, c, s.claim); err != nil {
+	if s.pods, err = PodsUsing(ctx, c, s.claim); err != nil {
 		return err
 	}
 	if len(s.pods) > 0 && !opts.StopWorkload {
@@ -265,8 +266,8 @@ func (s *moveState) check(ctx context.Context, c client.Reader, opts MoveOptions
 	return nil
 }
 
-// podsUsing are the names of the pods scheduled with the claim that have not finished.
-func podsUsing(ctx context.Context, c client.Reader, claim *corev1.PersistentVolumeClaim) ([]string, error) {
+// PodsUsing are the names of the pods scheduled with the claim that have not finished.
+func PodsUsing(ctx context.Context, c client.Reader, claim *corev1.PersistentVolumeClaim) ([]string, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(claim.Namespace)); err != nil {
 		return nil, fmt.Errorf("list pods of namespace %s: %w", claim.Namespace, err)
@@ -277,14 +278,21 @@ func podsUsing(ctx context.Context, c client.Reader, claim *corev1.PersistentVol
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		for _, v := range p.Spec.Volumes {
-			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim.Name {
-				names = append(names, p.Name)
-				break
-			}
+		if UsesClaim(p, claim.Name) {
+			names = append(names, p.Name)
 		}
 	}
 	return names, nil
+}
+
+// UsesClaim reports whether the pod mounts the claim of its namespace named claim.
+func UsesClaim(pod *corev1.Pod, claim string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
+			return true
+		}
+	}
+	return false
 }
 
 // writePlan says what move will do.

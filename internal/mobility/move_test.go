@@ -1,4 +1,4 @@
-package kubectlplugin
+package mobility
 
 import (
 	"bytes"
@@ -11,129 +11,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
+	"github.com/lvm-operator/lvm-operator/internal/mobility/mobilitytest"
 )
-
-// The move world: claim prod/data-db-0 (labels, an annotation, an owner) bound to PV pv-old, LV
-// "old-lv" of LogicalVolume pv-old on node-a; node-b has room in class thin; pod db-0 uses the claim.
-func moveWorld() []client.Object {
-	size := resource.MustParse("1Gi")
-	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "sts-uid"}
-	return []client.Object{
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a",
-			Annotations: map[string]string{driver.CapacityAnnotation("thin"): "10737418240"}}},
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b",
-			Annotations: map[string]string{driver.CapacityAnnotation("thin"): "10737418240"}}},
-		&corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "data-db-0", Namespace: "prod", UID: "claim-uid",
-				Labels: map[string]string{"app": "db"}, OwnerReferences: []metav1.OwnerReference{owner},
-				Annotations: map[string]string{"team": "storage", "pv.kubernetes.io/bind-completed": "yes",
-					"volume.kubernetes.io/selected-node": "node-a"}},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				StorageClassName: new("lvms-thin"),
-				VolumeName:       "pv-old",
-				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources: corev1.VolumeResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceStorage: size},
-				},
-			},
-			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
-		},
-		&corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: "pv-old", UID: "pv-uid",
-				Annotations: map[string]string{provisionedByAnnotation: driver.Name}},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-				StorageClassName:              "lvms-thin",
-				ClaimRef: &corev1.ObjectReference{
-					Namespace: "prod",
-					Name:      "data-db-0",
-					UID:       "claim-uid",
-				},
-				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-					Driver: driver.Name, VolumeHandle: "old-lv", FSType: "xfs"}},
-			},
-		},
-		&topolvmv1.LogicalVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: "pv-old"},
-			Spec: topolvmv1.LogicalVolumeSpec{
-				Name:        "pv-old",
-				NodeName:    "node-a",
-				DeviceClass: "thin",
-				Size:        size,
-			},
-			Status: topolvmv1.LogicalVolumeStatus{VolumeID: "old-lv", CurrentSize: &size},
-		},
-		&corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "prod"},
-			Spec: corev1.PodSpec{NodeName: "node-a", Volumes: []corev1.Volume{{Name: "data",
-				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-					ClaimName: "data-db-0"}}}}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning},
-		},
-	}
-}
-
-func moveClient(t *testing.T, objs ...client.Object) client.Client {
-	t.Helper()
-	s, err := NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
-		WithStatusSubresource(&topolvmv1.LogicalVolume{}, &corev1.PersistentVolumeClaim{}).Build()
-}
-
-// simulate plays the node agents, the operator and the PV controller until ctx ends: it completes the
-// copy of a new LogicalVolume, binds a claim created with a volume name, and deletes a Released PV whose
-// reclaim policy is Delete.
-func simulate(ctx context.Context, c client.Client, wg *sync.WaitGroup) {
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-			var lvs topolvmv1.LogicalVolumeList
-			_ = c.List(ctx, &lvs)
-			for i := range lvs.Items {
-				lv := &lvs.Items[i]
-				if lv.Spec.SourceNode != "" && lv.Status.VolumeID == "" {
-					lv.Status.VolumeID, lv.Status.CurrentSize = "new-"+lv.Name, &lv.Spec.Size
-					lv.Status.Transfer = &topolvmv1.TransferStatus{Phase: topolvmv1.TransferComplete, Attempt: 1,
-						VerifiedBytes: lv.Spec.Size.Value()}
-					_ = c.Status().Update(ctx, lv)
-				}
-			}
-			var claims corev1.PersistentVolumeClaimList
-			_ = c.List(ctx, &claims)
-			for i := range claims.Items {
-				if claim := &claims.Items[i]; claim.Spec.VolumeName != "" && claim.Status.Phase != corev1.ClaimBound {
-					claim.Status.Phase = corev1.ClaimBound
-					_ = c.Status().Update(ctx, claim)
-				}
-			}
-			var pvs corev1.PersistentVolumeList
-			_ = c.List(ctx, &pvs)
-			for i := range pvs.Items {
-				if pv := &pvs.Items[i]; pv.Annotations[moveToAnnotation] != "" &&
-					pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
-					_ = c.Delete(ctx, pv)
-				}
-			}
-		}
-	})
-}
 
 func runMove(t *testing.T, c client.Client, opts MoveOptions) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	simulate(ctx, c, &wg)
+	mobilitytest.Simulate(ctx, c, &wg)
 	defer func() { cancel(); wg.Wait() }()
 	opts.Namespace, opts.Claim, opts.PollInterval, opts.Timeout = "prod", "data-db-0", 5*time.Millisecond, 10*time.Second
 	if opts.To == "" {
@@ -148,7 +37,7 @@ func runMove(t *testing.T, c client.Client, opts MoveOptions) (string, error) {
 // image, the claim created again bound to a new PV on node-b with its labels, annotations and owner,
 // the new PV gets the old one's reclaim policy, the old PV is deleted and the node uncordoned.
 func TestMove(t *testing.T) {
-	c := moveClient(t, moveWorld()...)
+	c := mobilitytest.Client(t, mobilitytest.World()...)
 	out, err := runMove(t, c, MoveOptions{Yes: true, StopWorkload: true})
 	if err != nil {
 		t.Fatalf("move: %v\n%s", err, out)
@@ -230,11 +119,11 @@ func TestMoveRefusals(t *testing.T) {
 		}, "not a topolvm.io volume"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			objs := moveWorld()
+			objs := mobilitytest.World()
 			if tt.change != nil {
 				tt.change(objs)
 			}
-			c := moveClient(t, objs...)
+			c := mobilitytest.Client(t, objs...)
 			out, err := runMove(t, c, tt.opts)
 			if !errors.Is(err, ErrMoveRefused) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want a refusal with %q\n%s", err, tt.want, out)
@@ -254,12 +143,12 @@ func TestMoveRefusals(t *testing.T) {
 // TestMoveResumes: a move interrupted after it deleted the claim (the old PV records it) finishes
 // when run again: the claim is created again from the record, bound to the new PV.
 func TestMoveResumes(t *testing.T) {
-	objs := moveWorld()
-	c := moveClient(t, objs[0], objs[1], objs[3], objs[4])
+	objs := mobilitytest.World()
+	c := mobilitytest.Client(t, objs[0], objs[1], objs[3], objs[4])
 	m := &mover{
 		c:    c,
 		s:    &moveState{claim: objs[2].(*corev1.PersistentVolumeClaim), oldPV: objs[3].(*corev1.PersistentVolume)},
-		opts: MoveOptions{Options: Options{Namespace: "prod"}},
+		opts: MoveOptions{Namespace: "prod"},
 	}
 	m.s.to = "node-b"
 	if err := m.record(t.Context()); err != nil {
@@ -280,5 +169,12 @@ func TestMoveResumes(t *testing.T) {
 	out, err = runMove(t, c, MoveOptions{Yes: true})
 	if !errors.Is(err, ErrMoveRefused) || !strings.Contains(err.Error(), "already") {
 		t.Errorf("a second run: %v\n%s", err, out)
+	}
+}
+
+// TestSimulatorKnowsTheAnnotation: the simulator deletes a moved PV by the annotation move records.
+func TestSimulatorKnowsTheAnnotation(t *testing.T) {
+	if mobilitytest.MoveToAnnotation != moveToAnnotation {
+		t.Fatalf("mobilitytest.MoveToAnnotation %q, move records %q", mobilitytest.MoveToAnnotation, moveToAnnotation)
 	}
 }
