@@ -9,6 +9,7 @@ import (
 // set, changed or removed after creation, as on the device class it projects (a wipe cannot be
 // undone).
 // +kubebuilder:validation:XValidation:rule="(has(self.deviceSelector) && has(self.deviceSelector.forceWipeDevicesAndDestroyAllData)) == (has(oldSelf.deviceSelector) && has(oldSelf.deviceSelector.forceWipeDevicesAndDestroyAllData)) && (!has(self.deviceSelector) || !has(self.deviceSelector.forceWipeDevicesAndDestroyAllData) || self.deviceSelector.forceWipeDevicesAndDestroyAllData == oldSelf.deviceSelector.forceWipeDevicesAndDestroyAllData)",message="deviceSelector.forceWipeDevicesAndDestroyAllData is immutable (it cannot be set, changed or removed after the LVMVolumeGroup is created): restore its previous value",fieldPath=".deviceSelector"
+// +kubebuilder:validation:XValidation:rule="!(has(self.raidConfig) && has(self.thinPoolConfig))",message="raidConfig and thinPoolConfig cannot be used together"
 type LVMVolumeGroupSpec struct {
 	// DeviceSelector chooses the disks of the volume group.
 	// +optional

@@ -56,6 +56,91 @@ type VGStatus struct {
 	// ago). An lvms addition; upstream LVMS does not report it.
 	// +optional
 	Capacity *VGCapacity `json:"capacity,omitempty"`
+
+	// DeviceDiscoveryPolicy is the volume group's effective device discovery: Preconfigured when its
+	// device selector lists disks (the policy does not apply), otherwise RuntimeDynamic (Dynamic: disks
+	// that appear later are added) or RuntimeStatic (Static: they are not).
+	// +kubebuilder:default=RuntimeStatic
+	// +required
+	DeviceDiscoveryPolicy VGDeviceDiscoveryPolicy `json:"deviceDiscoveryPolicy,omitempty"`
+
+	// RAIDStatus is the RAID health of the volume group; set only for a device class with raidConfig.
+	// +optional
+	RAIDStatus *RAIDStatus `json:"raidStatus,omitempty"`
+}
+
+// VGDeviceDiscoveryPolicy is the effective device discovery of a volume group on a node.
+// +kubebuilder:validation:Enum=Preconfigured;RuntimeDynamic;RuntimeStatic
+type VGDeviceDiscoveryPolicy string
+
+// Effective device discovery policies.
+const (
+	// VGDeviceDiscoveryPreconfigured: the device selector lists the disks.
+	VGDeviceDiscoveryPreconfigured VGDeviceDiscoveryPolicy = "Preconfigured"
+	// VGDeviceDiscoveryRuntimeDynamic: disks are discovered, also after the volume group was made.
+	VGDeviceDiscoveryRuntimeDynamic VGDeviceDiscoveryPolicy = "RuntimeDynamic"
+	// VGDeviceDiscoveryRuntimeStatic: disks were discovered when the volume group was made only.
+	VGDeviceDiscoveryRuntimeStatic VGDeviceDiscoveryPolicy = "RuntimeStatic"
+)
+
+// RAIDHealth is the overall RAID health of a volume group.
+// +kubebuilder:validation:Enum=Healthy;Degraded;Failed
+type RAIDHealth string
+
+// RAID health states.
+const (
+	// RAIDHealthy: every physical volume is present and no RAID LV reports a problem.
+	RAIDHealthy RAIDHealth = "Healthy"
+	// RAIDDegraded: a physical volume is missing or a RAID LV is partial, needs a refresh, has
+	// mismatches or is resynchronizing; the data is still readable.
+	RAIDDegraded RAIDHealth = "Degraded"
+	// RAIDFailed: more physical volumes are missing than the RAID level tolerates, or an LV failed.
+	RAIDFailed RAIDHealth = "Failed"
+)
+
+// RAIDStatus is the RAID health of a volume group on a node.
+type RAIDStatus struct {
+	// Status is the overall RAID health.
+	// +required
+	Status RAIDHealth `json:"status"`
+
+	// MemberCount is the number of physical volumes of the volume group.
+	// +optional
+	MemberCount int `json:"memberCount,omitempty"`
+
+	// DegradedMemberCount is the number of its physical volumes that are missing.
+	// +optional
+	DegradedMemberCount int `json:"degradedMemberCount,omitempty"`
+
+	// MinSyncPercent is the lowest resynchronization progress of its RAID LVs (0-100); unset when it
+	// has none.
+	// +optional
+	MinSyncPercent *int `json:"minSyncPercent,omitempty"`
+
+	// LVHealth is the health of each RAID logical volume.
+	// +optional
+	LVHealth []RAIDLVHealth `json:"lvHealth,omitempty"`
+}
+
+// RAIDLVHealth is the health of one RAID logical volume.
+type RAIDLVHealth struct {
+	// Name is the logical volume's name.
+	// +required
+	Name string `json:"name"`
+
+	// RAIDType is its RAID level.
+	// +kubebuilder:validation:Enum=raid1;raid4;raid5;raid6;raid10
+	// +required
+	RAIDType string `json:"raidType"`
+
+	// SyncPercent is its resynchronization progress (0-100).
+	// +required
+	SyncPercent int `json:"syncPercent"`
+
+	// HealthStatus is lvm2's health of the LV, empty when healthy ("partial", "refresh needed",
+	// "mismatches exist").
+	// +optional
+	HealthStatus string `json:"healthStatus,omitempty"`
 }
 
 // VGCapacity is the size and use of a volume group and its thin pool.

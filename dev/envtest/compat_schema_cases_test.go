@@ -305,6 +305,8 @@ func storageClassSchemaCases() []compatCase {
 		{rule: "X3", name: "upstream raid1 example", doc: upstreamRAID1},
 		{rule: "X4", name: "upstream raid5 example", doc: upstreamRAID5},
 		{rule: "X5", name: "upstream raid1 with optionalPaths example", doc: upstreamRAID1Optional},
+		{rule: "X6", name: "quantities written as integers", doc: integerQuantities},
+		{rule: "X6", name: "stripeSize written as an integer", doc: integerStripeSize},
 	}
 }
 
@@ -351,6 +353,27 @@ spec:
     deviceClasses:
     - name: raid5-vg
       raidConfig: {type: raid5, stripeSize: 256Ki}
+      deviceSelector: {paths: [/dev/sda, /dev/sdb, /dev/sdc, /dev/sdd]}
+`
+	// integerQuantities and integerStripeSize write resource quantities as YAML integers, which
+	// upstream's int-or-string schema accepts.
+	integerQuantities = `apiVersion: lvm.topolvm.io/v1alpha1
+kind: LVMCluster
+spec:
+  storage:
+    deviceClasses:
+    - name: vg1
+      default: true
+      thinPoolConfig: {name: thin-pool-1, overprovisionRatio: 10, chunkSizeCalculationPolicy: Static,
+        chunkSize: 131072, metadataSizeCalculationPolicy: Static, metadataSize: 1073741824}
+`
+	integerStripeSize = `apiVersion: lvm.topolvm.io/v1alpha1
+kind: LVMCluster
+spec:
+  storage:
+    deviceClasses:
+    - name: raid5-vg
+      raidConfig: {type: raid5, stripeSize: 262144}
       deviceSelector: {paths: [/dev/sda, /dev/sdb, /dev/sdc, /dev/sdd]}
 `
 	upstreamRAID1Optional = `apiVersion: lvm.topolvm.io/v1alpha1

@@ -181,6 +181,18 @@ func TestGuestRAID(t *testing.T) {
 			if !lv.Attr.IsRAID() || lv.SegType() != tt.segtype || !lv.Attr.Active() || lv.Size < tt.o.Size {
 				t.Errorf("lv = %+v", lv)
 			}
+			// The report's RAID health columns: in sync within seconds (32 MiB), healthy, no PV missing.
+			deadline := time.Now().Add(time.Minute)
+			for lv.SyncPercent < 100 && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond)
+				lv = g.lv("graid", tt.o.Name)
+			}
+			if lv.SyncPercent != 100 || lv.HealthStatus != "" {
+				t.Errorf("RAID %s: sync %v%%, health %q", tt.o.RAID, lv.SyncPercent, lv.HealthStatus)
+			}
+			if st, err := g.lvm.State(ctx, "graid"); err != nil || len(st.VGs) != 1 || st.VGs[0].MissingPVs != 0 {
+				t.Errorf("VG graid: %+v, %v", st, err)
+			}
 			g.sh("dd", "if=/dev/zero", "of="+lv.Path, "bs=1M", "count=4", "oflag=direct")
 			g.must(g.lvm.RemoveLV(ctx, vg, tt.o.Name))
 		})

@@ -13,10 +13,10 @@ import (
 // Columns requested from `lvm fullreport`, one list per sub-report.
 const (
 	vgColumns = "vg_name,vg_uuid,vg_attr,vg_size,vg_free,vg_extent_size,vg_extent_count," +
-		"vg_free_count,vg_tags,pv_count,lv_count"
+		"vg_free_count,vg_tags,pv_count,lv_count,vg_missing_pv_count"
 	pvColumns = "pv_name,pv_uuid,vg_name,pv_size,pv_free,dev_size,pv_tags,pv_attr"
 	lvColumns = "lv_name,vg_name,lv_uuid,lv_attr,lv_size,pool_lv,origin,data_percent," +
-		"metadata_percent,lv_metadata_size,lv_tags,lv_path,lv_dm_path"
+		"metadata_percent,lv_metadata_size,lv_tags,lv_path,lv_dm_path,sync_percent,lv_health_status"
 	segColumns   = "lv_uuid,segtype,stripes,stripe_size,chunk_size,seg_size,devices"
 	pvsegColumns = "pvseg_start"
 )
@@ -114,6 +114,7 @@ func parseVG(r row) (VG, error) {
 		Tags:        p.list("vg_tags"),
 		PVCount:     int(p.uint("pv_count")),
 		LVCount:     int(p.uint("lv_count")),
+		MissingPVs:  int(p.uint("vg_missing_pv_count")),
 	}
 	return vg, p.err
 }
@@ -151,6 +152,8 @@ func parseLV(r row) (LV, error) {
 		Tags:            p.list("lv_tags"),
 		Path:            p.str("lv_path"),
 		DMPath:          p.str("lv_dm_path"),
+		SyncPercent:     p.float("sync_percent"),
+		HealthStatus:    p.str("lv_health_status"),
 	}
 	attr := p.str("lv_attr")
 	if p.err == nil {

@@ -30,6 +30,8 @@ type VG struct {
 	Tags        []string
 	PVCount     int
 	LVCount     int
+	// MissingPVs is the number of the VG's physical volumes whose device is missing.
+	MissingPVs int
 }
 
 // Owned reports whether the VG carries the lvms Tag.
@@ -73,6 +75,11 @@ type LV struct {
 	Tags         []string
 	Path         string // /dev/<vg>/<lv>
 	DMPath       string // /dev/mapper/<vg>-<lv>
+	// SyncPercent is a RAID (or mirror) LV's resynchronization progress, 0-100; 0 when unknown.
+	SyncPercent float64
+	// HealthStatus is lvm2's health of the LV, "" when healthy (RAID: "partial", "refresh needed",
+	// "mismatches exist"; thin pools: "failed", "out_of_data", "metadata_read_only").
+	HealthStatus string
 	Segments     []Segment
 }
 

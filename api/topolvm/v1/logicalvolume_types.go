@@ -30,14 +30,13 @@ const LogicalVolumeFinalizer = "topolvm.io/logicalvolume"
 // +kubebuilder:validation:XValidation:rule="has(self.sourceNode) == has(oldSelf.sourceNode) && (!has(self.sourceNode) || self.sourceNode == oldSelf.sourceNode)",message="spec.sourceNode is immutable"
 // +kubebuilder:validation:XValidation:rule="!has(self.sourceNode) || (has(self.source) && self.sourceNode != self.nodeName)",message="spec.sourceNode names the node of spec.source when it is not spec.nodeName"
 type LogicalVolumeSpec struct {
-	// Name is the CSI volume name the LV was requested under.
+	// Name is the CSI volume name the LV was requested under. As TopoLVM's, the schema accepts an empty
+	// name (TopoLVM's own tests create such objects); the node agent never makes an LV for one.
 	// +required
-	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 
-	// NodeName is the node that holds the LV.
+	// NodeName is the node that holds the LV (empty: none; no node agent acts on it).
 	// +required
-	// +kubebuilder:validation:MinLength=1
 	NodeName string `json:"nodeName"`
 
 	// Size is the requested size. It may grow (volume expansion), never shrink.

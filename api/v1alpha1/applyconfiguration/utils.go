@@ -62,6 +62,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.NodeStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RAIDConfig"):
 		return &apiv1alpha1.RAIDConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RAIDLVHealth"):
+		return &apiv1alpha1.RAIDLVHealthApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RAIDStatus"):
+		return &apiv1alpha1.RAIDStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Storage"):
 		return &apiv1alpha1.StorageApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageClassOptions"):

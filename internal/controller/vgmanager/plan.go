@@ -348,6 +348,9 @@ func (p *plan) status(st lvmv1alpha1.VGStatusType, reason string) lvmv1alpha1.VG
 	slices.Sort(out.Devices)
 	out.Excluded = p.excluded()
 	out.Capacity = capacity(p.state, *p.vg, p.in.Spec.ThinPoolConfig)
+	if cfg := p.in.Spec.RAIDConfig; cfg != nil {
+		out.RAIDStatus = raidStatus(p.state, *p.vg, cfg)
+	}
 	return out
 }
 

@@ -18,7 +18,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	case s.tornDown:
 		return r.removeStatus(ctx, s.vg.Name)
 	case s.status != nil:
-		return r.applyStatus(ctx, s.vg.Name, *s.status)
+		st := *s.status
+		st.DeviceDiscoveryPolicy = discoveryPolicy(s.vg.Spec)
+		return r.applyStatus(ctx, s.vg.Name, st)
 	}
 	return nil
 }
@@ -27,6 +29,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 // volume group has its own field owner, so applying one entry leaves the others alone.
 func (r *Reconciler) applyStatus(ctx context.Context, vg string, st lvmv1alpha1.VGStatus) error {
 	entry := lvmv1alpha1ac.VGStatus().WithName(st.Name).WithStatus(st.Status).WithDevices(st.Devices...)
+	if st.DeviceDiscoveryPolicy != "" {
+		entry.WithDeviceDiscoveryPolicy(st.DeviceDiscoveryPolicy)
+	}
+	if rs := st.RAIDStatus; rs != nil {
+		entry.WithRAIDStatus(raidStatusApply(rs))
+	}
 	if st.Reason != "" {
 		entry.WithReason(st.Reason)
 	}
@@ -80,4 +88,21 @@ func (r *Reconciler) removeStatus(ctx context.Context, vg string) error {
 		)
 	}
 	return nil
+}
+
+// raidStatusApply is the apply configuration of a RAID status.
+func raidStatusApply(rs *lvmv1alpha1.RAIDStatus) *lvmv1alpha1ac.RAIDStatusApplyConfiguration {
+	ac := lvmv1alpha1ac.RAIDStatus().WithStatus(rs.Status).WithMemberCount(rs.MemberCount).
+		WithDegradedMemberCount(rs.DegradedMemberCount)
+	if rs.MinSyncPercent != nil {
+		ac.WithMinSyncPercent(*rs.MinSyncPercent)
+	}
+	for _, h := range rs.LVHealth {
+		lv := lvmv1alpha1ac.RAIDLVHealth().WithName(h.Name).WithRAIDType(h.RAIDType).WithSyncPercent(h.SyncPercent)
+		if h.HealthStatus != "" {
+			lv.WithHealthStatus(h.HealthStatus)
+		}
+		ac.WithLVHealth(lv)
+	}
+	return ac
 }

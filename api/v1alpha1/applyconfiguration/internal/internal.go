@@ -287,6 +287,10 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: capacity
       type:
         namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGCapacity
+    - name: deviceDiscoveryPolicy
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGDeviceDiscoveryPolicy
+      default: RuntimeStatic
     - name: devices
       type:
         list:
@@ -305,6 +309,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: node
       type:
         scalar: string
+    - name: raidStatus
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.RAIDStatus
     - name: reason
       type:
         scalar: string
@@ -326,6 +333,44 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: type
       type:
         namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.RAIDType
+- name: com.github.lvm-operator.lvm-operator.api.v1alpha1.RAIDHealth
+  scalar: string
+- name: com.github.lvm-operator.lvm-operator.api.v1alpha1.RAIDLVHealth
+  map:
+    fields:
+    - name: healthStatus
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+    - name: raidType
+      type:
+        scalar: string
+    - name: syncPercent
+      type:
+        scalar: numeric
+- name: com.github.lvm-operator.lvm-operator.api.v1alpha1.RAIDStatus
+  map:
+    fields:
+    - name: degradedMemberCount
+      type:
+        scalar: numeric
+    - name: lvHealth
+      type:
+        list:
+          elementType:
+            namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.RAIDLVHealth
+          elementRelationship: atomic
+    - name: memberCount
+      type:
+        scalar: numeric
+    - name: minSyncPercent
+      type:
+        scalar: numeric
+    - name: status
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.RAIDHealth
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.RAIDType
   scalar: string
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.Storage
@@ -424,12 +469,18 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: thinPool
       type:
         namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.ThinPoolCapacity
+- name: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGDeviceDiscoveryPolicy
+  scalar: string
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGStatus
   map:
     fields:
     - name: capacity
       type:
         namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGCapacity
+    - name: deviceDiscoveryPolicy
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.VGDeviceDiscoveryPolicy
+      default: RuntimeStatic
     - name: devices
       type:
         list:
@@ -445,6 +496,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+    - name: raidStatus
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.RAIDStatus
     - name: reason
       type:
         scalar: string

@@ -93,6 +93,22 @@ func (b *NodeStatusApplyConfiguration) WithCapacity(value *VGCapacityApplyConfig
 	return b
 }
 
+// WithDeviceDiscoveryPolicy sets the DeviceDiscoveryPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DeviceDiscoveryPolicy field is set to the value of the last call.
+func (b *NodeStatusApplyConfiguration) WithDeviceDiscoveryPolicy(value apiv1alpha1.VGDeviceDiscoveryPolicy) *NodeStatusApplyConfiguration {
+	b.VGStatusApplyConfiguration.DeviceDiscoveryPolicy = &value
+	return b
+}
+
+// WithRAIDStatus sets the RAIDStatus field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RAIDStatus field is set to the value of the last call.
+func (b *NodeStatusApplyConfiguration) WithRAIDStatus(value *RAIDStatusApplyConfiguration) *NodeStatusApplyConfiguration {
+	b.VGStatusApplyConfiguration.RAIDStatus = value
+	return b
+}
+
 // WithNode sets the Node field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Node field is set to the value of the last call.

@@ -40,6 +40,12 @@ type VGStatusApplyConfiguration struct {
 	// Capacity is the volume group's size and use when the node agent last looked (at most a minute
 	// ago). An lvms addition; upstream LVMS does not report it.
 	Capacity *VGCapacityApplyConfiguration `json:"capacity,omitempty"`
+	// DeviceDiscoveryPolicy is the volume group's effective device discovery: Preconfigured when its
+	// device selector lists disks (the policy does not apply), otherwise RuntimeDynamic (Dynamic: disks
+	// that appear later are added) or RuntimeStatic (Static: they are not).
+	DeviceDiscoveryPolicy *apiv1alpha1.VGDeviceDiscoveryPolicy `json:"deviceDiscoveryPolicy,omitempty"`
+	// RAIDStatus is the RAID health of the volume group; set only for a device class with raidConfig.
+	RAIDStatus *RAIDStatusApplyConfiguration `json:"raidStatus,omitempty"`
 }
 
 // VGStatusApplyConfiguration constructs a declarative configuration of the VGStatus type for use with
@@ -100,5 +106,21 @@ func (b *VGStatusApplyConfiguration) WithExcluded(values ...*ExcludedDeviceApply
 // If called multiple times, the Capacity field is set to the value of the last call.
 func (b *VGStatusApplyConfiguration) WithCapacity(value *VGCapacityApplyConfiguration) *VGStatusApplyConfiguration {
 	b.Capacity = value
+	return b
+}
+
+// WithDeviceDiscoveryPolicy sets the DeviceDiscoveryPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DeviceDiscoveryPolicy field is set to the value of the last call.
+func (b *VGStatusApplyConfiguration) WithDeviceDiscoveryPolicy(value apiv1alpha1.VGDeviceDiscoveryPolicy) *VGStatusApplyConfiguration {
+	b.DeviceDiscoveryPolicy = &value
+	return b
+}
+
+// WithRAIDStatus sets the RAIDStatus field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RAIDStatus field is set to the value of the last call.
+func (b *VGStatusApplyConfiguration) WithRAIDStatus(value *RAIDStatusApplyConfiguration) *VGStatusApplyConfiguration {
+	b.RAIDStatus = value
 	return b
 }

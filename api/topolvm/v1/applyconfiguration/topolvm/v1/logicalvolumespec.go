@@ -28,9 +28,10 @@ import (
 //
 // LogicalVolumeSpec is the logical volume the CSI controller asks a node for.
 type LogicalVolumeSpecApplyConfiguration struct {
-	// Name is the CSI volume name the LV was requested under.
+	// Name is the CSI volume name the LV was requested under. As TopoLVM's, the schema accepts an empty
+	// name (TopoLVM's own tests create such objects); the node agent never makes an LV for one.
 	Name *string `json:"name,omitempty"`
-	// NodeName is the node that holds the LV.
+	// NodeName is the node that holds the LV (empty: none; no node agent acts on it).
 	NodeName *string `json:"nodeName,omitempty"`
 	// Size is the requested size. It may grow (volume expansion), never shrink.
 	Size *resource.Quantity `json:"size,omitempty"`
