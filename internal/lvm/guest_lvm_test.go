@@ -182,11 +182,7 @@ func TestGuestRAID(t *testing.T) {
 				t.Errorf("lv = %+v", lv)
 			}
 			// The report's RAID health columns: in sync within seconds (32 MiB), healthy, no PV missing.
-			deadline := time.Now().Add(time.Minute)
-			for lv.SyncPercent < 100 && time.Now().Before(deadline) {
-				time.Sleep(200 * time.Millisecond)
-				lv = g.lv("graid", tt.o.Name)
-			}
+			lv = g.inSync("graid", tt.o.Name)
 			if lv.SyncPercent != 100 || lv.HealthStatus != "" {
 				t.Errorf("RAID %s: sync %v%%, health %q", tt.o.RAID, lv.SyncPercent, lv.HealthStatus)
 			}

@@ -34,11 +34,7 @@ func TestGuestRAIDLegFails(t *testing.T) {
 		g.try("lvm", "lvremove", "-f", "-y", "gleg/r1")
 		g.try("lvm", "vgreduce", "--removemissing", "--force", "gleg")
 	})
-	lv := g.lv("gleg", "r1")
-	for deadline := time.Now().Add(time.Minute); lv.SyncPercent < 100 && time.Now().Before(deadline); {
-		time.Sleep(200 * time.Millisecond)
-		lv = g.lv("gleg", "r1")
-	}
+	lv := g.inSync("gleg", "r1")
 	if lv.SyncPercent != 100 || lv.HealthStatus != "" || g.vg("gleg").MissingPVs != 0 {
 		t.Fatalf("before the failure: sync %v%%, health %q, missing PVs %d", lv.SyncPercent, lv.HealthStatus,
 			g.vg("gleg").MissingPVs)
@@ -59,4 +55,16 @@ func TestGuestRAIDLegFails(t *testing.T) {
 	if !ok || vgs.MissingPVs != 1 || r1.HealthStatus != "partial" {
 		t.Fatalf("want 1 missing PV and r1 partial")
 	}
+}
+
+// inSync waits up to a minute for the RAID LV vg/name to be fully in sync and returns it as the report
+// last said.
+func (g *guest) inSync(vg, name string) lvm.LV {
+	g.t.Helper()
+	lv := g.lv(vg, name)
+	for deadline := time.Now().Add(time.Minute); lv.SyncPercent < 100 && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		lv = g.lv(vg, name)
+	}
+	return lv
 }
