@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,21 +45,6 @@ func TestCrossNodeRestore(t *testing.T) {
 	e.crossNodeRestore(true)
 	// Deferred, not a Cleanup: the test's context, which the calls use, is canceled before Cleanups.
 	defer e.crossNodeRestore(false)
-	// The restores run side by side (each waits mostly for pods and the relay); every LV left on a node
-	// must belong to a LogicalVolume once they are done.
-	var mu sync.Mutex
-	sources := map[string]bool{}
-	t.Run("restores", func(t *testing.T) { testCrossNodeRestores(e.sub(t), &mu, sources) })
-	for node := range sources {
-		e.lvsMatchLogicalVolumes(node)
-	}
-	t.Run("capacity", func(t *testing.T) { testCrossNodeCapacity(e.sub(t)) })
-	t.Run("faults", func(t *testing.T) { testCrossNodeRestoreFaults(e.sub(t)) })
-}
-
-// testCrossNodeRestores restores a snapshot of, and clones, thin and thick claims on the other node,
-// in parallel subtests; sources collects the nodes the clones' images were made on.
-func testCrossNodeRestores(e *env, mu *sync.Mutex, sources map[string]bool) {
 	for _, c := range []struct {
 		name, class, size string
 		block, clone      bool
@@ -72,8 +56,7 @@ func testCrossNodeRestores(e *env, mu *sync.Mutex, sources map[string]bool) {
 		{"thin-block-clone", thinClass, "1Gi", true, true, blockWrite, blockSum},
 		{"thick-block-clone", thickClass, "32Mi", true, true, blockWrite, blockSum},
 	} {
-		e.t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
+		t.Run(c.name, func(t *testing.T) {
 			e := e.sub(t)
 			n := func(s string) string { return c.name + "-" + s }
 			e.claim(n("src"), c.class, c.size, c.block, "")
@@ -113,12 +96,12 @@ func testCrossNodeRestores(e *env, mu *sync.Mutex, sources map[string]bool) {
 					t.Fatalf("the clone %s does not copy through an image: annotations %v", lv.Name, lv.Annotations)
 				}
 				e.imageGone(lv)
-				mu.Lock()
-				sources[writer.Spec.NodeName] = true
-				mu.Unlock()
+				e.lvsMatchLogicalVolumes(writer.Spec.NodeName)
 			}
 		})
 	}
+	t.Run("capacity", func(t *testing.T) { testCrossNodeCapacity(e.sub(t)) })
+	t.Run("faults", func(t *testing.T) { testCrossNodeRestoreFaults(e.sub(t)) })
 }
 
 // cloneClaim creates a claim cloned from the claim src.
