@@ -6,6 +6,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -73,11 +74,15 @@ func TestEvacuatorDrainMode(t *testing.T) {
 	}
 }
 
+// evacuationTimeout bounds the wait for one evacuation step: the next pass (30 s), the evicted pod's
+// grace period (30 s), a move (about 3 min here, as TestMove's), the moved replica Ready again.
+const evacuationTimeout = 10 * time.Minute
+
 // waitEvacuation waits until the node's evacuation status starts with prefix and returns it.
 func (e *env) waitEvacuation(node, prefix string) string {
 	e.t.Helper()
 	var status string
-	e.waitFor("node "+node+" evacuation "+prefix, func(ctx context.Context) (bool, string, error) {
+	e.waitForWithin(evacuationTimeout, "node "+node+" evacuation "+prefix, func(ctx context.Context) (bool, string, error) {
 		n := &corev1.Node{}
 		if err := e.c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 			return false, "", err
