@@ -82,7 +82,8 @@ const evacuationTimeout = 10 * time.Minute
 func (e *env) waitEvacuation(node, prefix string) string {
 	e.t.Helper()
 	var status string
-	e.waitForWithin(evacuationTimeout, "node "+node+" evacuation "+prefix, func(ctx context.Context) (bool, string, error) {
+	what := "node " + node + " evacuation " + prefix
+	e.waitForWithin(evacuationTimeout, what, func(ctx context.Context) (bool, string, error) {
 		n := &corev1.Node{}
 		if err := e.c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 			return false, "", err
