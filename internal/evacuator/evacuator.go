@@ -148,10 +148,8 @@ func (e *Evacuator) cordon(ctx context.Context, name string) error {
 	if err != nil || !ok || node.Spec.Unschedulable {
 		return err
 	}
-	base := node.DeepCopy()
-	node.Spec.Unschedulable = true
-	if err := e.c.Patch(ctx, node, client.MergeFrom(base), client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("cordon: %w", err)
+	if err := mobility.SetUnschedulable(ctx, e.c, node, true, FieldManager); err != nil {
+		return err
 	}
 	e.rec.Eventf(node, nil, corev1.EventTypeNormal, "Cordoned", "Evacuate", "Cordoned for its evacuation")
 	return nil

@@ -151,15 +151,23 @@ func (m *mover) cordon(ctx context.Context) error {
 	return m.setUnschedulable(ctx, m.s.from, true)
 }
 
+// SetUnschedulable cordons (on) or uncordons the node, patching it as field manager owner.
+func SetUnschedulable(ctx context.Context, c client.Client, node *corev1.Node, on bool, owner string) error {
+	base := node.DeepCopy()
+	node.Spec.Unschedulable = on
+	if err := c.Patch(ctx, node, client.MergeFrom(base), client.FieldOwner(owner)); err != nil {
+		return fmt.Errorf("set node %s unschedulable=%t: %w", node.Name, on, err)
+	}
+	return nil
+}
+
 func (m *mover) setUnschedulable(ctx context.Context, name string, on bool) error {
 	node := &corev1.Node{}
 	if err := m.c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return fmt.Errorf("read node %s: %w", name, err)
 	}
-	base := node.DeepCopy()
-	node.Spec.Unschedulable = on
-	if err := m.c.Patch(ctx, node, client.MergeFrom(base), client.FieldOwner(MoveFieldManager)); err != nil {
-		return fmt.Errorf("set node %s unschedulable=%t: %w", name, on, err)
+	if err := SetUnschedulable(ctx, m.c, node, on, MoveFieldManager); err != nil {
+		return err
 	}
 	if on {
 		m.say("Cordoned node %s.", name)
