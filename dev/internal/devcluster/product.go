@@ -21,8 +21,11 @@ import (
 // ProductImage is the product image's name in config/default; the overlay pins it by digest.
 const ProductImage = "ghcr.io/lvm-operator/lvms"
 
-// productTimeout bounds the wait for the operator's Deployment and its webhook certificate.
-const productTimeout = 4 * time.Minute
+// productTimeout bounds the wait for the operator's Deployment and its webhook certificate. A
+// node unpacks the product image and starts its containers in about a minute when idle; make
+// test starts the cluster beside the host lane's -race tests on two cores, where a run took
+// longer than 4 minutes.
+const productTimeout = 10 * time.Minute
 
 // productOverlay installs what a user installs (config/default) with the product image pinned
 // to the digest of the archive the nodes imported. kustomize wants the base as a path relative

@@ -154,6 +154,10 @@ func closedPort(t *testing.T) int {
 	return port
 }
 
+// settle bounds how long a test waits for streams and goroutines to go away: generous, since
+// make test runs these tests under -race on a machine that is busy with the e2e cluster.
+const settle = 30 * time.Second
+
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
@@ -173,7 +177,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() er
 // goroutinesBack waits until the goroutine count drops to at most base.
 func goroutinesBack(t *testing.T, base int) {
 	t.Helper()
-	eventually(t, 5*time.Second, "goroutines left behind", func() error {
+	eventually(t, settle, "goroutines left behind", func() error {
 		if n := runtime.NumGoroutine(); n > base {
 			buf := make([]byte, 1<<20)
 			stacks := string(buf[:runtime.Stack(buf, true)])

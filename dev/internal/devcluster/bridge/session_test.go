@@ -251,7 +251,7 @@ func TestManyConcurrentStreamsWithHalfClose(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			eventually(t, 5*time.Second, "streams left open", func() error {
+			eventually(t, settle, "streams left open", func() error {
 				if n, m := h.NumStreams(), g.NumStreams(); n+m > 0 {
 					return fmt.Errorf("host %d, guest %d streams", n, m)
 				}
@@ -291,7 +291,7 @@ func TestSessionEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer fromHost.Close()
-			eventually(t, 5*time.Second, "streams", func() error {
+			eventually(t, settle, "streams", func() error {
 				if n := h.NumStreams(); n != 2 {
 					return fmt.Errorf("host has %d streams, want 2", n)
 				}
