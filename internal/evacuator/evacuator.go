@@ -85,9 +85,8 @@ func (e *Evacuator) Wake() {
 
 // Triggered reports whether a node with these labels and annotations is to be evacuated.
 func (e *Evacuator) Triggered(obj metav1.Object) bool {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}}
 	for _, t := range e.o.Triggers {
-		if t.Matches(n) {
+		if t.Matches(obj) {
 			return true
 		}
 	}
@@ -183,8 +182,10 @@ func (e *Evacuator) evacuate(ctx context.Context, name string) error {
 	}
 	moved := false
 	for i, p := range plan {
-		if _, ok, err := e.current(ctx, name); err != nil || !ok {
-			return err // the trigger is gone: stop between two moves
+		if i > 0 {
+			if _, ok, err := e.current(ctx, name); err != nil || !ok {
+				return err // the trigger is gone: stop between two moves
+			}
 		}
 		done, err := e.moveOne(ctx, name, p, i+1, len(plan))
 		if err != nil {

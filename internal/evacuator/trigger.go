@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -35,11 +35,11 @@ func ParseTrigger(s string, annotation bool) (Trigger, error) {
 	return Trigger{Key: key, Value: value, AnyValue: !hasValue, Annotation: annotation}, nil
 }
 
-// Matches reports whether node carries the trigger.
-func (t Trigger) Matches(node *corev1.Node) bool {
-	m := node.Labels
+// Matches reports whether the node (its metadata) carries the trigger.
+func (t Trigger) Matches(node metav1.Object) bool {
+	m := node.GetLabels()
 	if t.Annotation {
-		m = node.Annotations
+		m = node.GetAnnotations()
 	}
 	v, ok := m[t.Key]
 	return ok && (t.AnyValue || v == t.Value)

@@ -145,7 +145,7 @@ func findMove(ctx context.Context, c client.Client, opts MoveOptions) (*moveStat
 		return nil, fmt.Errorf("%w: a move of claim %s/%s to node %s is in progress: finish it with --to %s",
 			ErrMoveRefused, opts.Namespace, opts.Claim, to, to)
 	}
-	if s.oldLV, err = logicalVolumeOf(ctx, c, s.oldPV.Spec.CSI.VolumeHandle); err != nil {
+	if s.oldLV, err = logicalVolumeOf(ctx, c, s.oldPV); err != nil {
 		return nil, err
 	}
 	s.from = s.oldLV.Spec.NodeName
@@ -168,8 +168,8 @@ func finishingMove(ctx context.Context, c client.Reader, s *moveState, from stri
 		return nil, fmt.Errorf("read PV %s: %w", from, err)
 	}
 	s.oldPV = old
-	if id := old.Spec.CSI; id != nil {
-		s.oldLV, _ = logicalVolumeOf(ctx, c, id.VolumeHandle)
+	if old.Spec.CSI != nil {
+		s.oldLV, _ = logicalVolumeOf(ctx, c, old)
 	}
 	if s.oldLV != nil {
 		s.from = s.oldLV.Spec.NodeName
@@ -214,8 +214,19 @@ func recordedMove(ctx context.Context, c client.Reader, ns, name string) (*corev
 	return nil, fmt.Errorf("%w: claim %s/%s not found", ErrMoveRefused, ns, name)
 }
 
-// logicalVolumeOf is the LogicalVolume whose volume ID is id.
-func logicalVolumeOf(ctx context.Context, c client.Reader, id string) (*topolvmv1.LogicalVolume, error) {
+// logicalVolumeOf is the LogicalVolume whose volume ID is the PV's volume handle. The provisioner names
+// it after the PV, so it is read by that name, and looked for among all only when that fails.
+func logicalVolumeOf(ctx context.Context, c client.Reader, pv *corev1.PersistentVolume) (*topolvmv1.LogicalVolume,
+	error) {
+	id := pv.Spec.CSI.VolumeHandle
+	named := &topolvmv1.LogicalVolume{}
+	err := c.Get(ctx, client.ObjectKey{Name: pv.Name}, named)
+	switch {
+	case err == nil && named.Status.VolumeID == id:
+		return named, nil
+	case client.IgnoreNotFound(err) != nil:
+		return nil, fmt.Errorf("read LogicalVolume %s: %w", pv.Name, err)
+	}
 	var lvs topolvmv1.LogicalVolumeList
 	if err := c.List(ctx, &lvs); err != nil {
 		return nil, fmt.Errorf("list LogicalVolumes: %w", err)

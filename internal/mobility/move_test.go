@@ -178,3 +178,36 @@ func TestSimulatorKnowsTheAnnotation(t *testing.T) {
 		t.Fatalf("mobilitytest.MoveToAnnotation %q, move records %q", mobilitytest.MoveToAnnotation, moveToAnnotation)
 	}
 }
+
+// TestLogicalVolumeOf: the LogicalVolume named after the PV is used when its volume ID is the PV's
+// handle; otherwise the one with that volume ID is found among all.
+func TestLogicalVolumeOf(t *testing.T) {
+	pv := &corev1.PersistentVolume{}
+	pv.Name = "pv-old"
+	pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: driver.Name, VolumeHandle: "old-lv"}
+	lv := func(name, id string) *topolvmv1.LogicalVolume {
+		l := &topolvmv1.LogicalVolume{Status: topolvmv1.LogicalVolumeStatus{VolumeID: id}}
+		l.Name = name
+		return l
+	}
+	for _, tc := range []struct {
+		name string
+		lvs  []client.Object
+		want string // name of the LogicalVolume found; "" for none
+	}{
+		{"named after the PV", []client.Object{lv("other", "x"), lv("pv-old", "old-lv")}, "pv-old"},
+		{"named otherwise", []client.Object{lv("a", "x"), lv("b", "old-lv")}, "b"},
+		{"the named one has another ID", []client.Object{lv("pv-old", "x"), lv("b", "old-lv")}, "b"},
+		{"none", []client.Object{lv("pv-old", "x")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := logicalVolumeOf(t.Context(), mobilitytest.Client(t, tc.lvs...), pv)
+			switch {
+			case tc.want == "" && !errors.Is(err, ErrMoveRefused):
+				t.Errorf("got %v, %v; want ErrMoveRefused", got, err)
+			case tc.want != "" && (err != nil || got.Name != tc.want):
+				t.Errorf("got %v, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+}
