@@ -104,8 +104,9 @@ test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on r
 	MAKE="$(MAKE)" bash hack/test.sh
 
 .PHONY: test-unit
-test-unit: ## Unit tests and envtest suites with the race detector (self-built kube-apiserver + etcd), of the product's module and the dev tooling's (dev/).
+test-unit: ## Unit tests and envtest suites with the race detector (self-built kube-apiserver + etcd, given 2 min to start on a busy machine), of the product's module and the dev tooling's (dev/).
 	assets="$$(bash hack/kube-assets.sh | tail -1)"; \
+	export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT="$${KUBEBUILDER_CONTROLPLANE_START_TIMEOUT:-2m}"; \
 	KUBEBUILDER_ASSETS="$$assets" CGO_ENABLED=1 go test -race $(GO_TEST_FLAGS) ./... && \
 	KUBEBUILDER_ASSETS="$$assets" CGO_ENABLED=1 go -C dev test -race $(GO_TEST_FLAGS) ./...
 

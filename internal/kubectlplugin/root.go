@@ -159,6 +159,7 @@ func (o *rootOptions) subcommands() []*cobra.Command {
 		o.planCommand(),
 		o.moveCommand(),
 		o.evacuateCommand(),
+		o.mustGatherCommand(),
 		o.versionCommand(),
 	}
 }
@@ -329,15 +330,26 @@ func (o *rootOptions) connect(namespaced bool) (client.Client, Options, error) {
 	return c, opts, nil
 }
 
-func (o *rootOptions) client() (client.Client, error) {
+// config is the connection to the cluster: the one given, else the kubeconfig's.
+func (o *rootOptions) config() (*rest.Config, error) {
 	if o.restConfig != nil {
-		return NewClient(o.withWarnings(o.restConfig))
+		return o.withWarnings(o.restConfig), nil
 	}
 	cfg, err := o.configFlags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	cfg = o.withWarnings(cfg)
+	return o.withWarnings(cfg), nil
+}
+
+func (o *rootOptions) client() (client.Client, error) {
+	cfg, err := o.config()
+	if err != nil {
+		return nil, err
+	}
+	if o.restConfig != nil {
+		return NewClient(cfg)
+	}
 	s, err := NewScheme()
 	if err != nil {
 		return nil, err
