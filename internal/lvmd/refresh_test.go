@@ -2,6 +2,7 @@ package lvmd_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,4 +157,84 @@ func TestRunReadsStateOnlyForNewClassesOrWhenMarkedStale(t *testing.T) {
 	}
 	cancel()
 	wantErr(t, <-done, nil)
+}
+
+// heldCreate is an executor whose lvcreate waits for release once it has said so on creating; it
+// counts the full state reads.
+type heldCreate struct {
+	exec.Executor
+	creating, release chan struct{}
+	reads             atomic.Int32
+}
+
+func (h *heldCreate) Exec(ctx context.Context, c exec.Cmd) error {
+	if len(c.Args) > 0 {
+		switch c.Args[0] {
+		case "fullreport":
+			h.reads.Add(1)
+		case "lvcreate":
+			close(h.creating)
+			<-h.release
+		}
+	}
+	return h.Executor.Exec(ctx, c)
+}
+
+// runHeld runs a service over heldCreate with a short refresh interval, starts a create that is
+// held in its lvcreate, and returns the executor and the create's result.
+func runHeld(t *testing.T, deferLimit time.Duration) (*heldCreate, <-chan error) {
+	t.Helper()
+	e := newEnv(t, testConfig())
+	h := &heldCreate{Executor: e.fake, creating: make(chan struct{}), release: make(chan struct{})}
+	svc, err := lvmd.NewService(lvmd.Options{Executor: h, Classes: e.classes,
+		RefreshInterval: 10 * time.Millisecond, RefreshDeferLimit: deferLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wantErr(t, <-ran, nil) })
+	eventuallyReads(t, h, 3) // the first read, then periodic ones
+	created := make(chan error, 1)
+	go func() {
+		_, err := svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: "a", DeviceClass: "thin", Size: gib})
+		created <- err
+	}()
+	<-h.creating
+	return h, created
+}
+
+// eventuallyReads waits until the executor has seen at least n full state reads.
+func eventuallyReads(t *testing.T, h *heldCreate, n int32) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for h.reads.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d full state reads after 30 s, want %d", h.reads.Load(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The periodic state read does not run while an LV call is in flight (it would hold the volume
+// group's lock that the lvcreates of a burst wait for); it runs once the call has ended.
+func TestPeriodicReadWaitsForCallsInFlight(t *testing.T) {
+	h, created := runHeld(t, time.Hour)
+	before := h.reads.Load()
+	time.Sleep(300 * time.Millisecond) // 30 refresh intervals
+	if got := h.reads.Load(); got != before {
+		t.Errorf("%d full state reads while an lvcreate ran, want none", got-before)
+	}
+	close(h.release)
+	wantErr(t, <-created, nil)
+	eventuallyReads(t, h, before+1)
+}
+
+// A periodic state read waits for the calls in flight no longer than the defer limit.
+func TestPeriodicReadWaitsNoLongerThanTheLimit(t *testing.T) {
+	h, created := runHeld(t, 50*time.Millisecond)
+	eventuallyReads(t, h, h.reads.Load()+1)
+	close(h.release)
+	wantErr(t, <-created, nil)
 }

@@ -28,6 +28,11 @@ type Options struct {
 	// RefreshInterval is the period of Run's full state read (default
 	// DefaultRefreshInterval).
 	RefreshInterval time.Duration
+	// RefreshDeferLimit bounds how long a periodic state read waits for the LV calls in flight
+	// to end (default: RefreshInterval). A full read takes the volume group's lock for as long as
+	// it runs, seconds on a busy node, and every lvcreate of a burst would wait behind it; the
+	// cache follows every change made through the service, so nothing needs the read then.
+	RefreshDeferLimit time.Duration
 	// Identity tags every LV created, and a VG tagged for another node or
 	// cluster is not served (zero: no identity tags, no check).
 	Identity lvm.Identity
@@ -45,6 +50,7 @@ type Service struct {
 	lvm      *lvm.Client
 	classes  *DeviceClassManager
 	interval time.Duration
+	deferMax time.Duration
 	locks    *keyedMutex
 	watch    *notifier[[]Capacity]
 	removes  *removeBatcher
@@ -79,6 +85,9 @@ func NewService(o Options) (*Service, error) {
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = DefaultRefreshInterval
 	}
+	if o.RefreshDeferLimit <= 0 {
+		o.RefreshDeferLimit = o.RefreshInterval
+	}
 	if o.ChunkBytes == 0 {
 		o.ChunkBytes = DefaultChunkBytes
 	}
@@ -92,6 +101,7 @@ func NewService(o Options) (*Service, error) {
 		lvm:      lvm.New(o.Executor).WithIdentity(o.Identity).WithConfig(o.LVMConfig),
 		classes:  o.Classes,
 		interval: o.RefreshInterval,
+		deferMax: o.RefreshDeferLimit,
 		locks:    newKeyedMutex(),
 		watch:    newNotifier(capacitiesEqual),
 		removes:  newRemoveBatcher(),
@@ -103,11 +113,15 @@ func NewService(o Options) (*Service, error) {
 // Classes returns the service's device class manager.
 func (s *Service) Classes() *DeviceClassManager { return s.classes }
 
+// idleCheck is how often a deferred periodic read checks whether the LV calls have ended.
+const idleCheck = 250 * time.Millisecond
+
 // Run reads the state, then keeps it fresh until ctx ends: every refresh
 // interval, whenever the device classes are replaced, after a remove from the VG
-// of a RAID class (markPVsStale) and when asked (MarkStale). Refresh failures
-// are logged (logger from ctx) and retried on the next tick. It returns the
-// error of the first read, or nil when ctx ends.
+// of a RAID class (markPVsStale) and when asked (MarkStale). The periodic read
+// waits while LV calls are in flight (a burst of creates), for at most the
+// defer limit. Refresh failures are logged (logger from ctx) and retried on the
+// next tick. It returns the error of the first read, or nil when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	// Subscribe before the first Refresh: a replace that lands in between
@@ -119,6 +133,8 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(s.interval)
 	defer tick.Stop()
+	var retry <-chan time.Time // while a periodic read waits for the LV calls in flight
+	var due time.Time          // when that read was due
 	for {
 		select {
 		case <-ctx.Done():
@@ -131,8 +147,21 @@ func (s *Service) Run(ctx context.Context) error {
 			s.publish()
 		case <-s.stale:
 			log.V(1).Info("Volume groups changed behind the cache, reading LVM state")
-		case <-tick.C:
+		case now := <-tick.C:
+			if retry != nil {
+				continue // a deferred read is pending already
+			}
+			if due = now; s.locks.busy() {
+				retry = time.After(idleCheck)
+				continue
+			}
+		case now := <-retry:
+			if s.locks.busy() && now.Sub(due) < s.deferMax {
+				retry = time.After(idleCheck)
+				continue
+			}
 		}
+		retry = nil
 		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Reading LVM state failed")
 		}
@@ -300,6 +329,13 @@ type keyedEntry struct {
 }
 
 func newKeyedMutex() *keyedMutex { return &keyedMutex{locks: map[string]*keyedEntry{}} }
+
+// busy reports whether a key is locked or waited for.
+func (k *keyedMutex) busy() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.locks) > 0
+}
 
 // lock locks key and returns its unlock function.
 func (k *keyedMutex) lock(key string) func() {
