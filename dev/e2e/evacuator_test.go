@@ -29,8 +29,8 @@ const evacuationAnnotation = "lvms.topolvm.io/evacuation"
 // node reports Complete and holds no LV of the StatefulSet.
 func TestEvacuatorDrainMode(t *testing.T) {
 	if os.Getenv("E2E_DRAIN") != "1" {
-		t.Skip("not passing yet, so not run by make test (E2E_DRAIN=1 runs it): at c6416a7 the evacuator " +
-			"reached 'Moving (1/1)' but the copy had not completed after 7 min (docs/e2e.md)")
+		t.Skip("not passing yet, so not run by make test (E2E_DRAIN=1 runs it): at 0fba3ec the evacuator " +
+			"reached 'Moving (1/1)' but the copy verified no byte in 10 min (docs/e2e.md)")
 	}
 	e := newEnv(t)
 	sts := moveStatefulSet(e.ns, "kv", 1, e.nodes()[0])

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -253,5 +254,38 @@ func TestHostCommand(t *testing.T) {
 	want := "nsenter --target=1 --mount -- env LC_ALL=C PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin lvs"
 	if got != want {
 		t.Errorf("hostCommand = %q, want %q", got, want)
+	}
+}
+
+// TestNodeThatDoesNotAnswer: after a command times out on a node, the node's other commands are not
+// run (each would wait as long), and errors.txt says so.
+func TestNodeThatDoesNotAnswer(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	agent := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lvms-node-a",
+		Labels: map[string]string{"app.kubernetes.io/name": "lvms-node"}},
+		Spec:   corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "node"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	c := crfake.NewClientBuilder().WithScheme(s).
+		WithObjects(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, agent).Build()
+	calls := 0
+	hang := func(ctx context.Context, _ *corev1.Pod, _ string, _ []string, _, _ io.Writer) error {
+		calls++
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	g := New(c, fake.NewClientset(), hang, Options{OperatorNamespace: ns, CommandTimeout: 10 * time.Millisecond})
+	sum, err := g.Run(t.Context(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("%d commands run on a node that does not answer, want 1", calls)
+	}
+	want := fmt.Sprintf("nodes/node-a: %d commands not run after lvm timed out", len(NodeCommands)-1)
+	if !slices.ContainsFunc(sum.Problems, func(p string) bool { return strings.HasPrefix(p, want) }) {
+		t.Errorf("problems %q lack %q", sum.Problems, want)
 	}
 }

@@ -127,11 +127,12 @@ func (g *Gatherer) node(ctx context.Context, a *archive, agent *corev1.Pod) *nod
 		}
 	}
 	var log strings.Builder
-	for _, cmd := range NodeCommands {
+	for i, cmd := range NodeCommands {
 		cctx, cancel := context.WithTimeout(ctx, g.o.CommandTimeout)
 		var stdout, stderr bytes.Buffer
 		start := time.Now()
 		err := g.exec(cctx, agent, container, hostCommand(cmd.Args), &stdout, &stderr)
+		timedOut := cctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		fmt.Fprintf(&log, "$ %s\n", strings.Join(cmd.Args, " "))
 		if err != nil {
@@ -143,6 +144,14 @@ func (g *Gatherer) node(ctx context.Context, a *archive, agent *corev1.Pod) *nod
 		}
 		if err == nil || stdout.Len() > 0 {
 			r.files[cmd.File] = stdout.Bytes()
+		}
+		if timedOut && i+1 < len(NodeCommands) {
+			// A node that does not answer within the timeout would cost it again for every command.
+			rest := len(NodeCommands) - i - 1
+			fmt.Fprintf(&log, "the %d commands after it were not run: the node did not answer in time\n", rest)
+			a.failed("nodes/%s: %d commands not run after %s timed out after %s", r.node, rest, cmd.Args[0],
+				g.o.CommandTimeout)
+			break
 		}
 	}
 	fmt.Fprintf(&log, "(in pod %s/%s, container %s)\n", agent.Namespace, agent.Name, container)
