@@ -10,6 +10,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lvm-operator/lvm-operator/internal/metricsauth"
+	"github.com/lvm-operator/lvm-operator/internal/tlsprofile"
 )
 
 // The metrics server asks the API server who sent each scrape (a TokenReview of its bearer token)
@@ -40,17 +41,19 @@ const (
 )
 
 // metricsOptions configures the metrics server of the operator and of the node agent alike: HTTPS
-// on bindAddress ("0" disables it), and /metrics only for authenticated clients allowed to get it.
+// on bindAddress ("0" disables it) with the TLS policy, and /metrics only for authenticated clients
+// allowed to get it.
 // It serves tls.crt and tls.key from certDir (reloaded when they change), which must exist; with
 // certDir empty, those of controller-runtime's default directory when both exist there (as LVMS
 // mounts them), or else a self-signed certificate made in memory (selfSignedCert). With profiling
 // the server also serves the pprof handlers under profilePath, filtered alike.
-func metricsOptions(bindAddress, certDir string, profiling bool) (metricsserver.Options, error) {
+func metricsOptions(bindAddress, certDir string, profiling bool, policy tlsprofile.Profile) (metricsserver.Options,
+	error) {
 	opts := metricsserver.Options{
 		BindAddress:    bindAddress,
 		SecureServing:  true,
 		FilterProvider: metricsauth.FilterProvider,
-		TLSOpts:        []func(*tls.Config){disableHTTP2},
+		TLSOpts:        []func(*tls.Config){disableHTTP2, policy.Apply},
 	}
 	if profiling {
 		opts.ExtraHandlers = profileHandlers()

@@ -28,6 +28,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/lvm-operator/lvm-operator/internal/testing/apiserver"
+	"github.com/lvm-operator/lvm-operator/internal/tlsprofile"
 )
 
 const (
@@ -85,7 +86,7 @@ func TestMetricsEndpointAuthorization(t *testing.T) {
 			identity := rest.AnonymousClientConfig(cfg)
 			identity.BearerToken = saToken(ctx, t, k8s, server.serviceAccount)
 			for _, profiling := range []bool{false, true} {
-				opts, err := metricsOptions("127.0.0.1:0", "", profiling)
+				opts, err := metricsOptions("127.0.0.1:0", "", profiling, tlsprofile.Profile{})
 				if err != nil {
 					t.Fatal(err)
 				}

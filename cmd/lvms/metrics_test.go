@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/lvm-operator/lvm-operator/internal/tlsprofile"
 )
 
 // writeCert writes a self-signed certificate for host into dir as tls.crt and tls.key and returns
@@ -105,7 +107,7 @@ func TestMetricsOptions(t *testing.T) {
 				t.Cleanup(func() { _ = os.RemoveAll(dir) })
 				wantCert = writeCert(t, dir, "lvms-operator-metrics.openshift-storage.svc")
 			}
-			opts, err := metricsOptions(tt.addr, tt.certDir, false)
+			opts, err := metricsOptions(tt.addr, tt.certDir, false, tlsprofile.Profile{})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("metricsOptions() error = %v, want one naming %s", err, tt.wantErr)

@@ -22,10 +22,12 @@ import (
 	csinode "github.com/lvm-operator/lvm-operator/internal/csi/node"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
+	"github.com/lvm-operator/lvm-operator/internal/tlsprofile"
 )
 
 // nodeFlags are the settings of `lvms node`.
 type nodeFlags struct {
+	tls                    tlsprofile.Flags
 	nodeName, namespace    string
 	clusterID              string
 	csiSocket, kubeletCSI  string
@@ -78,6 +80,7 @@ func newNodeCommand() *cobra.Command {
 	fl.StringVar(&f.metricsCertDir, "metrics-cert-dir", "",
 		"directory with tls.crt and tls.key for the metrics server (default: a self-signed certificate)")
 	fl.BoolVar(&f.profiling, profilingFlag, os.Getenv(profilingEnv) == "true", profilingUsage)
+	f.tls.AddFlags(fl)
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":9808", "health probe address (/healthz)")
 	fl.StringVar(&f.snapMetaAddr, "snapshot-metadata-address", "",
 		"address of the node's CSI SnapshotMetadata endpoint (changed block tracking of thin classes, "+
@@ -110,7 +113,11 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	if err != nil {
 		return err
 	}
-	metrics, err := metricsOptions(f.metricsAddr, f.metricsCertDir, f.profiling)
+	policy, err := f.tls.Parse()
+	if err != nil {
+		return err
+	}
+	metrics, err := metricsOptions(f.metricsAddr, f.metricsCertDir, f.profiling, policy)
 	if err != nil {
 		return err
 	}

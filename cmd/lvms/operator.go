@@ -19,12 +19,14 @@ import (
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/operator"
+	"github.com/lvm-operator/lvm-operator/internal/tlsprofile"
 )
 
 // operatorFlags are the settings of `lvms operator`: the operator's own (operator.Options) and
 // those of its process (manager, metrics, leader election, logging).
 type operatorFlags struct {
 	operator.Options
+	tls            tlsprofile.Flags
 	metricsAddr    string
 	metricsCertDir string
 	probeAddr      string
@@ -53,6 +55,7 @@ func newOperatorCommand() *cobra.Command {
 		"directory with tls.crt and tls.key for the metrics server (default: a self-signed certificate)")
 	fl.BoolVar(&f.Profiling, profilingFlag, os.Getenv(profilingEnv) == "true", profilingUsage+
 		"; the operator passes it on to the node agents")
+	f.tls.AddFlags(fl)
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader among replicas")
 	// OpenShift's recommendation for control planes that may be slow (single-node clusters, busy
@@ -92,7 +95,10 @@ func runOperator(cmd *cobra.Command, f *operatorFlags) error {
 	if err != nil {
 		return err
 	}
-	metrics, err := metricsOptions(f.metricsAddr, f.metricsCertDir, f.Profiling)
+	if f.TLS, err = f.tls.Parse(); err != nil {
+		return err
+	}
+	metrics, err := metricsOptions(f.metricsAddr, f.metricsCertDir, f.Profiling, f.TLS)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func setupControllers(mgr ctrl.Manager, o Options, cluster string) error {
 		Namespace: o.Namespace, NodeImage: o.NodeImage, ImagePullPolicy: corev1.PullPolicy(o.NodeImagePullPolicy),
 		RegistrarImage: o.RegistrarImage, LivenessProbeImage: o.LivenessProbeImage, ClusterID: cluster,
 		SnapshotMetadata: o.SnapshotMetadata, SnapshotMetadataSidecarImage: o.SnapshotMetadataSidecarImage,
-		Profiling: o.Profiling, LogLevel: o.LogLevel, NodeAgentPolicy: o.NodeAgentPolicy,
+		Profiling: o.Profiling, LogLevel: o.LogLevel, NodeAgentPolicy: o.NodeAgentPolicy, TLSArgs: o.TLS.Args(),
 	})
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up LVMCluster controller: %w", err)

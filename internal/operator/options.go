@@ -2,6 +2,7 @@ package operator
 
 import (
 	"cmp"
+	"crypto/tls"
 	"fmt"
 	"os"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/controller/noderemoval"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
+	"github.com/lvm-operator/lvm-operator/internal/tlsprofile"
 	lvmswebhook "github.com/lvm-operator/lvm-operator/internal/webhook"
 )
 
@@ -55,9 +57,11 @@ type Options struct {
 	// holds the node agent policy (lvmcluster.NodeAgentPolicyCache). Found out once, at start
 	// (lvmcluster.NodeAgentPolicyServed), as the cache must be set up before the manager exists.
 	NodeAgentPolicy bool
-	// Profiling and LogLevel are passed on to the node agents (the process's own settings).
+	// Profiling, LogLevel and TLS are passed on to the node agents (the process's own settings); TLS
+	// also holds for the webhook server.
 	Profiling bool
 	LogLevel  string
+	TLS       tlsprofile.Profile
 }
 
 // Flag names and environment variables the install's other parts refer to.
@@ -156,5 +160,6 @@ func (o Options) WebhookServer() webhook.Server {
 	if o.WebhookCertMode == "self" {
 		dir = o.WebhookSelfCertDir
 	}
-	return webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: dir})
+	return webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: dir,
+		TLSOpts: []func(*tls.Config){o.TLS.Apply}})
 }

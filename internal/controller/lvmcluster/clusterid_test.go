@@ -39,3 +39,15 @@ func TestNodeAgentLogLevel(t *testing.T) {
 		}
 	}
 }
+
+// The operator's TLS policy flags reach the node agents' metrics servers; without them none is set.
+func TestNodeAgentTLSPolicy(t *testing.T) {
+	for _, tlsArgs := range [][]string{nil, {"--tls-min-version=VersionTLS13"}} {
+		opts := Options{Namespace: "lvms-system", NodeImage: "lvms", ClusterID: "0c1d-uid", TLSArgs: tlsArgs}
+		args := containerNamed(t, &nodeDaemonSet(t, opts).Spec.Template.Spec, "node").Args
+		got := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return !strings.HasPrefix(a, "--tls-") })
+		if !slices.Equal(got, tlsArgs) {
+			t.Errorf("TLSArgs %q: node agent args %q", tlsArgs, args)
+		}
+	}
+}

@@ -96,6 +96,7 @@ func nodeArgs(c *lvmv1alpha1.LVMCluster, opts Options) []string {
 	if opts.Profiling {
 		args = append(args, "--profiling")
 	}
+	args = append(args, opts.TLSArgs...)
 	if opts.LogLevel != "" {
 		args = append(args, "--zap-log-level="+opts.LogLevel)
 	}

@@ -44,6 +44,9 @@ type Options struct {
 	// Profiling makes the node agents serve Go's runtime profiles on their metrics endpoint
 	// (`lvms node --profiling`), as the operator does when it is set.
 	Profiling bool
+	// TLSArgs are the node agents' --tls-min-version and --tls-cipher-suites (the operator's own,
+	// tlsprofile.Profile.Args); none keeps Go's defaults.
+	TLSArgs []string
 	// LogLevel is the node agents' --zap-log-level ("": their default, info), the operator's own
 	// when it is set.
 	LogLevel string
