@@ -8,7 +8,8 @@
 # lane "host" (test-unit, fuzz, test-lvm, sanity, check-dist, test-rules, verify, upgrade;
 # verify after check-dist and test-rules, as it regenerates dist/, the chart and the bundle in place,
 # which they read; upgrade last, on a dev cluster of its own, while the e2e lane runs its subset).
-# The host lane prints as it runs; the e2e lane writes to a log that is printed when it ends. A failing phase stops its own lane; the other lane still runs to its end, so one run reports
+# The host lane starts once the e2e lane's cluster is up (wait_for_e2e_cluster). The host lane prints
+# as it runs; the e2e lane writes to a log that is printed when it ends. A failing phase stops its own lane; the other lane still runs to its end, so one run reports
 # both. TEST_LANES=1 runs the phases one after another in the order below, as before 2026-11-27.
 set -uo pipefail
 
@@ -37,6 +38,25 @@ lane() {
 	done
 }
 
+# wait_for_e2e_cluster holds the host lane back until the e2e lane's cluster is up (or failed, or the
+# lane ended; at most E2E_UP_WAIT seconds, default 900): a product starting on UML nodes beside the
+# host lane's -race tests and guests took more than 5 min to answer its startup probe twice
+# (2026-11-29, CI and a local run), and the dev cluster's deadline ended the e2e lane. The host lane
+# then starts about 8 min later; the rest of the e2e lane mostly waits.
+wait_for_e2e_cluster() {
+	local pid="$1" state="${E2E_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms/e2e-cluster}" t=${SECONDS}
+	while ((SECONDS - t < ${E2E_UP_WAIT:-900})) && kill -0 "${pid}" 2>/dev/null; do
+		for f in ready failed; do
+			if [[ "${state}/${f}" -nt "${WORK}/lanes-started" ]]; then
+				echo "make test: the e2e cluster is ${f/failed/not up} after $((SECONDS - t)) s; the host lane starts"
+				return
+			fi
+		done
+		sleep 5
+	done
+	echo "make test: the host lane starts after $((SECONDS - t)) s without the e2e cluster up"
+}
+
 rc=0
 if [[ "${TEST_LANES:-2}" == 1 ]]; then
 	lane all tools test-unit fuzz test-lvm sanity e2e conformance-subset check-dist test-rules verify upgrade || rc=1
@@ -45,8 +65,10 @@ else
 	if [[ ${rc} -eq 0 ]]; then
 		echo "make test: the e2e lane (${E2E_LANE[*]}) runs beside the host lane; its output follows" \
 			"the host lane's"
+		touch "${WORK}/lanes-started"
 		lane e2e "${E2E_LANE[@]}" >"${WORK}/e2e.log" 2>&1 &
 		e2e_pid=$!
+		wait_for_e2e_cluster "${e2e_pid}"
 		lane host "${HOST_LANE[@]}" || rc=1
 		wait "${e2e_pid}" || rc=1
 		echo "make test: ---- output of the e2e lane ----"

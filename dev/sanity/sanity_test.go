@@ -69,9 +69,9 @@ func TestSanity(t *testing.T) {
 	}
 	defer func() { _ = summaries.Close() }()
 	for _, r := range []sanityRun{
-		{name: "thick", deviceClass: "thick", accessType: "mount", skip: skipThickClone, passed: 59, skipped: 43},
-		{name: "thin", deviceClass: "thin", accessType: "mount", passed: 60, skipped: 42},
-		{name: "block", deviceClass: "thick", accessType: "block", skip: skipThickClone, passed: 59, skipped: 43},
+		{name: "thick", deviceClass: "thick", accessType: "mount", skip: skipThickClone, passed: 71, skipped: 31},
+		{name: "thin", deviceClass: "thin", accessType: "mount", passed: 72, skipped: 30},
+		{name: "block", deviceClass: "thick", accessType: "block", skip: skipThickClone, passed: 71, skipped: 31},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			sum := runSanity(t, bin, s, r, filepath.Join(dir, r.name), outDir)

@@ -93,8 +93,8 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 	fl.DurationVar(
 		&o.Timeout,
 		"timeout",
-		12*time.Minute,
-		"how long to wait for the cluster once the supervisor runs (each phase has its own, shorter bound that fails with a precise error; this one catches the rest)",
+		25*time.Minute,
+		"how long to wait for the cluster once the supervisor runs (each phase has its own, shorter bound that fails with a precise error; this one catches the rest, so it exceeds their sum: nodes 6 min, product 10 min)",
 	)
 	return cmd
 }

@@ -120,7 +120,8 @@ func nodeMetadata() *metav1.PartialObjectMetadata {
 	return m
 }
 
-// ControllerGetCapabilities advertises create/delete, expand, snapshots, clones and capacity.
+// ControllerGetCapabilities advertises create/delete, expand, snapshots, clones, capacity, and listing
+// and getting volumes and snapshots.
 func (s *Server) ControllerGetCapabilities(
 	context.Context,
 	*csi.ControllerGetCapabilitiesRequest,
@@ -133,6 +134,10 @@ func (s *Server) ControllerGetCapabilities(
 		csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
 		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.ControllerServiceCapability_RPC_LIST_VOLUMES,
+		csi.ControllerServiceCapability_RPC_GET_VOLUME,
+		csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
+		csi.ControllerServiceCapability_RPC_GET_SNAPSHOT,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
 			Rpc: &csi.ControllerServiceCapability_RPC{Type: t},
