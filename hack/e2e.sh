@@ -36,6 +36,7 @@ trap finish EXIT
 # the kubectl-lvms plugin on PATH.
 kubectl_bin="$(bash hack/kube-assets.sh | tail -1)/kubectl"
 (cd dev/e2e && PATH="${BIN}:${PATH}" KUBECTL="${kubectl_bin}" KUBECONFIG="${STATE}/kubeconfig" \
+	E2E_READY_FILE="${STATE}/lvmcluster-ready" \
 	"${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-75m}" \
 	-test.parallel "${E2E_PARALLEL:-2}" -test.skip '^TestUpgrade$' \
 	${E2E_RUN:+-test.run "${E2E_RUN}"}) | tee "${BIN}/e2e.out"
