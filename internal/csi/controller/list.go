@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	"github.com/lvm-operator/lvm-operator/internal/controller/transfertoken"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
 
@@ -19,10 +20,6 @@ import (
 // that ID in ID order, so a token stays valid when its volume is deleted, and what was added between
 // two pages is listed when its ID sorts after the token's.
 const tokenPrefix = "after:"
-
-// imagePrefix names the read-only LogicalVolumes the operator makes as the source of a copy to
-// another node (controller/transfertoken): LVM snapshots, but no CSI snapshot.
-const imagePrefix = "lvms-image-"
 
 // ListVolumes lists the volumes (writable LogicalVolumes whose LV exists) in volume ID order, a page
 // of max_entries at a time. (CSI 1.13 moved a volume's condition to the health RPCs, not served yet.)
@@ -127,10 +124,11 @@ func (s *Server) page(ctx context.Context, token string, maxEntries int32,
 	return lvs, tokenPrefix + lvs[len(lvs)-1].Status.VolumeID, nil
 }
 
-// isSnapshot tells a CSI snapshot from the other read-only LogicalVolumes (the images of copies).
+// isSnapshot tells a CSI snapshot from the other read-only LogicalVolumes: the images the operator
+// makes as the source of a copy to another node (transfertoken.ImagePrefix).
 func isSnapshot(lv *topolvmv1.LogicalVolume) bool {
 	return lv.Spec.AccessType == topolvmv1.AccessTypeReadOnly && lv.Spec.Source != "" &&
-		!strings.HasPrefix(lv.Name, imagePrefix)
+		!strings.HasPrefix(lv.Name, transfertoken.ImagePrefix)
 }
 
 func csiVolume(lv *topolvmv1.LogicalVolume) *csi.Volume {
