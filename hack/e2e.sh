@@ -32,9 +32,15 @@ trap finish EXIT
 "${LVMS_DEV}" down --state-dir "${STATE}" >/dev/null 2>&1 || true
 "${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 4 --disk-size 8 --scheduler-extender \
 	--snapshot-metadata --evacuator >&2
+kubectl_bin="$(bash hack/kube-assets.sh | tail -1)/kubectl"
+# The evacuator's roles stay installed (TestInstalledPrivileges checks them), but it runs only for the
+# drain-mode test (E2E_DRAIN=1): elsewhere it would only take a share of a single-CPU node.
+if [[ "${E2E_DRAIN:-}" != 1 ]]; then
+	KUBECONFIG="${STATE}/kubeconfig" "${kubectl_bin}" -n lvms-system scale deployment lvms-evacuator \
+		--replicas=0 >&2
+fi
 # In the package directory, as go test runs it (golden files under dev/e2e/testdata); kubectl finds
 # the kubectl-lvms plugin on PATH.
-kubectl_bin="$(bash hack/kube-assets.sh | tail -1)/kubectl"
 (cd dev/e2e && PATH="${BIN}:${PATH}" KUBECTL="${kubectl_bin}" KUBECONFIG="${STATE}/kubeconfig" \
 	E2E_READY_FILE="${STATE}/lvmcluster-ready" \
 	"${BIN}/e2e.test" -test.count=1 -test.v -test.timeout "${E2E_TIMEOUT:-75m}" \

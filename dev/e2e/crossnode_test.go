@@ -45,16 +45,17 @@ func TestCrossNodeRestore(t *testing.T) {
 	e.crossNodeRestore(true)
 	// Deferred, not a Cleanup: the test's context, which the calls use, is canceled before Cleanups.
 	defer e.crossNodeRestore(false)
+	e.mobileStorageClass()
 	for _, c := range []struct {
-		name, class, size string
-		block, clone      bool
-		write, check      string
+		name, class, size  string
+		thin, block, clone bool
+		write, check       string
 	}{
-		{"thin-filesystem", thinClass, "1Gi", false, false, fileWrite, fileSum},
-		{"thin-block", thinClass, "1Gi", true, false, blockWrite, blockSum},
-		{"thick-block", thickClass, "32Mi", true, false, blockWrite, blockSum},
-		{"thin-block-clone", thinClass, "1Gi", true, true, blockWrite, blockSum},
-		{"thick-block-clone", thickClass, "32Mi", true, true, blockWrite, blockSum},
+		{"thin-filesystem", mobileClass, mobileSize, true, false, false, fileWrite, fileSum},
+		{"thin-block", thinClass, "256Mi", true, true, false, blockWrite, blockSum},
+		{"thick-block", thickClass, "32Mi", false, true, false, blockWrite, blockSum},
+		{"thin-block-clone", thinClass, "256Mi", true, true, true, blockWrite, blockSum},
+		{"thick-block-clone", thickClass, "32Mi", false, true, true, blockWrite, blockSum},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := e.sub(t)
@@ -67,7 +68,7 @@ func TestCrossNodeRestore(t *testing.T) {
 			if c.clone {
 				e.cloneClaim(n("restored"), c.class, c.size, c.block, n("src"))
 			} else {
-				e.snapshot(n("snap"), c.class, n("src"))
+				e.snapshot(n("snap"), map[bool]string{true: thinClass, false: thickClass}[c.thin], n("src"))
 				e.claim(n("restored"), c.class, c.size, c.block, n("snap"))
 			}
 			e.pod(n("reader"), n("restored"), c.block, other, c.check)
@@ -85,7 +86,7 @@ func TestCrossNodeRestore(t *testing.T) {
 			}
 			t.Logf("%s: %d bytes copied from %s to %s in %d attempt(s), %s", c.name, tr.CopiedBytes,
 				writer.Spec.NodeName, other, tr.Attempt, tr.CompletionTime.Sub(tr.StartTime.Time))
-			if size := lv.Status.CurrentSize.Value(); (c.class == thinClass) == (tr.CopiedBytes >= size) {
+			if size := lv.Status.CurrentSize.Value(); c.thin == (tr.CopiedBytes >= size) {
 				t.Errorf("%d bytes copied of a %d-byte %s volume: a thin copy moves only what is allocated, "+
 					"a thick one every byte", tr.CopiedBytes, size, c.class)
 			}

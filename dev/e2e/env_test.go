@@ -42,8 +42,16 @@ const (
 	// thickClass uses /dev/ubdb and /dev/ubdc of every node (2 x 8 GiB), thinClass /dev/ubda.
 	thickClass = "lvms-thick"
 	thinClass  = "lvms-thin"
-	mountPath  = "/data"
-	timeout    = 4 * time.Minute
+	// mobileClass (thin, ext4) and mobileSize are the claims whose data the mobility tests copy
+	// between nodes (env.mobileStorageClass). Not lvms-thin's xfs: mkfs.xfs makes nothing below
+	// 300 MiB and writes a 64 MiB log, so each copy would move at least 64 MiB over the local
+	// cluster's relay (about 0.5 MB/s, on the same serial line as the node's API traffic), which at
+	// 1Gi kept a node's one CPU busy for minutes and, in CI at 144c409, cost it the API server.
+	// The copy is of blocks, whatever the filesystem: small ext4 moves about 5 MiB besides the data.
+	mobileClass = "e2e-thin-ext4-mobile"
+	mobileSize  = "64Mi"
+	mountPath   = "/data"
+	timeout     = 4 * time.Minute
 	// readyTimeout bounds the wait for the LVMCluster: a single-CPU node builds its three volume
 	// groups one after the other, 20-120 s each (about 4.5 min in all, measured; 6 min 14 s at
 	// 88b5e1a, after the node agents took a minute to start, which failed the first test at 6 min).
@@ -52,8 +60,9 @@ const (
 	workloadImage = "lvms.local/workload:dev"
 	// outputLines is how much of a pod's log the tests read.
 	outputLines = 50
-	// execTimeout bounds one command run in a node agent's container.
-	execTimeout = 2 * time.Minute
+	// execTimeout bounds one command run in a node agent's container. An exec into a UML node
+	// took 10 to 66 s on an otherwise idle host (2026-11-29), and CI timed out at 2 min.
+	execTimeout = 5 * time.Minute
 )
 
 // The suite's client logs nothing of its own; failures are reported through t.

@@ -33,6 +33,7 @@ func TestEvacuatorDrainMode(t *testing.T) {
 			"reached 'Moving (1/1)' but the copy verified no byte in 10 min (docs/e2e.md)")
 	}
 	e := newEnv(t)
+	e.mobileStorageClass()
 	sts := moveStatefulSet(e.ns, "kv", 1, e.nodes()[0])
 	e.create(sts)
 	defer func() { _ = e.c.Delete(context.Background(), sts) }()

@@ -32,6 +32,7 @@ var moveLine = regexp.MustCompile(`data=([0-9a-f]{64}) stored=([0-9a-f]{64})`)
 // claim keeps its name, labels and owner, and the node it left holds no LV of ours for it.
 func TestMove(t *testing.T) {
 	e := newEnv(t)
+	e.mobileStorageClass()
 	sts := moveStatefulSet(e.ns, "db", 1, "")
 	e.create(sts)
 	defer func() { _ = e.c.Delete(context.Background(), sts) }()
@@ -74,8 +75,9 @@ func TestMove(t *testing.T) {
 	}
 }
 
-// moveStatefulSet is a StatefulSet whose replicas keep moveScript's data in a 1Gi thin claim
-// data-<name>-<n> each, started in parallel, preferring node prefer when it is not "".
+// moveStatefulSet is a StatefulSet whose replicas keep moveScript's data in a claim
+// data-<name>-<n> of mobileClass each (the test creates it: env.mobileStorageClass), started in
+// parallel, preferring node prefer when it is not "".
 func moveStatefulSet(ns, name string, replicas int32, prefer string) *appsv1.StatefulSet {
 	labels := map[string]string{"app": name}
 	pod := newPod("", moveScript)
@@ -98,10 +100,10 @@ func moveStatefulSet(ns, name string, replicas int32, prefer string) *appsv1.Sta
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
 				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: labels},
 				Spec: corev1.PersistentVolumeClaimSpec{
-					StorageClassName: new(thinClass),
+					StorageClassName: new(mobileClass),
 					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceStorage: resource.MustParse("1Gi")}},
+						corev1.ResourceStorage: resource.MustParse(mobileSize)}},
 				},
 			}},
 		},
@@ -150,6 +152,7 @@ func TestEvacuate(t *testing.T) {
 	e := newEnv(t)
 	node := e.nodes()[0]
 	other := e.otherNode(node)
+	e.mobileStorageClass()
 	sts := moveStatefulSet(e.ns, "web", 3, node)
 	e.create(sts)
 	defer func() { _ = e.c.Delete(context.Background(), sts) }()

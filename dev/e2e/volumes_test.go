@@ -170,6 +170,12 @@ func (e *env) storageClass(name, deviceClass, fstype string) {
 	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), sc) })
 }
 
+// mobileStorageClass creates mobileClass for the test.
+func (e *env) mobileStorageClass() {
+	e.t.Helper()
+	e.storageClass(mobileClass, "thin", "ext4")
+}
+
 // testExpansion grows a mounted claim of each class from 1Gi to 2Gi while one pod uses both: the
 // PVC reports the new capacity and df in the running pod sees the filesystem grow.
 func testExpansion(t *testing.T) {
