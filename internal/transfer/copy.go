@@ -54,6 +54,12 @@ type Options struct {
 	ChunkBytes uint64
 	// CheckpointBytes is how much is written between checkpoints (default 256 MiB).
 	CheckpointBytes uint64
+	// CheckpointEvery, if set, also checkpoints the chunks written once this long has passed since
+	// the last checkpoint (or the start), however few bytes they are: a copy over a slow link keeps
+	// its progress through an interruption.
+	CheckpointEvery time.Duration
+	// Now is the clock of CheckpointEvery (default time.Now).
+	Now func() time.Time
 	// OnCheckpoint is told each new Progress (to persist it); its error ends the copy.
 	OnCheckpoint func(Progress) error
 	// Limit, if set, is waited on for every chunk.
@@ -90,6 +96,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CheckpointBytes == 0 {
 		o.CheckpointBytes = defaultCheckpoint
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.ChunkBytes%alignment != 0 {
 		return o, fmt.Errorf("chunk size %d is not a multiple of %d", o.ChunkBytes, alignment)
@@ -149,10 +158,12 @@ type Receiver struct {
 	buf  []byte
 	done Progress
 	// next is the lowest offset the next chunk may start at; pending are the chunks written since
-	// the last checkpoint, with their checksums, and pendingBytes their bytes.
-	next         uint64
-	pending      []written
-	pendingBytes uint64
+	// the last checkpoint (at lastCheckpoint, or the start), with their checksums, and pendingBytes
+	// their bytes.
+	next           uint64
+	pending        []written
+	pendingBytes   uint64
+	lastCheckpoint time.Time
 }
 
 type written struct {
@@ -167,7 +178,8 @@ func NewReceiver(dst Sink, from Progress, o Options) (*Receiver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("copy: %w", err)
 	}
-	return &Receiver{dst: dst, o: o, done: from, next: from.Offset, buf: make([]byte, o.ChunkBytes)}, nil
+	return &Receiver{dst: dst, o: o, done: from, next: from.Offset, buf: make([]byte, o.ChunkBytes),
+		lastCheckpoint: o.Now()}, nil
 }
 
 // Write checks c against its checksum and writes it; chunks come in increasing order, at or after
@@ -194,7 +206,8 @@ func (r *Receiver) Write(ctx context.Context, c Chunk) error {
 	r.pending = append(r.pending, written{r: rg, sum: c.Sum})
 	r.pendingBytes += rg.Length
 	r.done.Bytes += rg.Length
-	if r.pendingBytes >= r.o.CheckpointBytes {
+	if r.pendingBytes >= r.o.CheckpointBytes ||
+		(r.o.CheckpointEvery > 0 && r.o.Now().Sub(r.lastCheckpoint) >= r.o.CheckpointEvery) {
 		return r.checkpoint()
 	}
 	return nil
@@ -229,7 +242,7 @@ func (r *Receiver) checkpoint() error {
 		}
 	}
 	r.done.Offset = r.pending[len(r.pending)-1].r.End()
-	r.pending, r.pendingBytes = r.pending[:0], 0
+	r.pending, r.pendingBytes, r.lastCheckpoint = r.pending[:0], 0, r.o.Now()
 	return r.notify()
 }
 

@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/lvm-operator/lvm-operator/internal/transfer"
 )
@@ -139,6 +141,41 @@ func TestCopyResumes(t *testing.T) {
 	if err != nil || again != done {
 		t.Errorf("a complete copy ran again: %+v, %v", again, err)
 	}
+}
+
+// TestCopyCheckpointsEveryInterval: with CheckpointEvery, a copy whose chunks arrive slowly
+// checkpoints once the interval has passed, long before CheckpointBytes, so that an interruption
+// keeps what arrived (measured on the local cluster: a 69 MiB copy read at 66 KB/s restarted from
+// zero four times with one checkpoint every 64 MiB).
+func TestCopyCheckpointsEveryInterval(t *testing.T) {
+	src, dst := device(t, "src", 16*mib, true), device(t, "dst", 16*mib, false)
+	now := time.Unix(0, 0)
+	var offsets []uint64
+	o := transfer.Options{ChunkBytes: mib, CheckpointBytes: 64 * mib,
+		Now: func() time.Time { now = now.Add(10 * time.Second); return now },
+		OnCheckpoint: func(p transfer.Progress) error {
+			offsets = append(offsets, p.Offset)
+			return nil
+		}}
+	for _, every := range []time.Duration{0, 25 * time.Second} {
+		offsets = nil
+		o.CheckpointEvery = every
+		p, err := transfer.Copy(t.Context(), list(transfer.Range{Length: 8 * mib}), transfer.Progress{},
+			src, dst, o)
+		if err != nil || !p.Complete {
+			t.Fatalf("copy (every %s): %+v, %v", every, p, err)
+		}
+		// Each chunk takes a tick of 10 s: every 25 s is every third chunk. The end is told twice:
+		// its checkpoint, then the complete Progress.
+		want := []uint64{8 * mib, 8 * mib}
+		if every > 0 {
+			want = []uint64{3 * mib, 6 * mib, 8 * mib, 8 * mib}
+		}
+		if !slices.Equal(offsets, want) {
+			t.Errorf("every %s: checkpoints at %v, want %v", every, offsets, want)
+		}
+	}
+	checkCopied(t, src, dst, 16*mib, []transfer.Range{{Length: 8 * mib}})
 }
 
 // forgetful is a sink that loses every write (a device that fails silently).
