@@ -69,7 +69,11 @@ func TestCrossNodeRestore(t *testing.T) {
 			if c.clone {
 				e.cloneClaim(n("restored"), c.class, c.size, c.block, n("src"))
 			} else {
-				e.snapshot(n("snap"), map[bool]string{true: thinClass, false: thickClass}[c.thin], n("src"))
+				snapClass := thickClass // the VolumeSnapshotClass of the claim's device class
+				if c.thin {
+					snapClass = thinClass
+				}
+				e.snapshot(n("snap"), snapClass, n("src"))
 				e.claim(n("restored"), c.class, c.size, c.block, n("snap"))
 			}
 			e.pod(n("reader"), n("restored"), c.block, other, c.check)
