@@ -51,7 +51,11 @@ const (
 	mobileClass = "e2e-thin-ext4-mobile"
 	mobileSize  = "64Mi"
 	mountPath   = "/data"
-	timeout     = 4 * time.Minute
+	// timeout bounds the suite's waits for pods, claims and snapshots. In make test at a3bc7e6 a
+	// plain claim waited over 80 s to be provisioned while the node agents were still removing the
+	// previous tests' volumes, and pods of TestKubectlLVMS and TestVolumeFlows were still Pending
+	// after 4 min (the bound then).
+	timeout = 8 * time.Minute
 	// readyTimeout bounds the wait for the LVMCluster: a single-CPU node builds its three volume
 	// groups one after the other, 20-120 s each (about 4.5 min in all, measured; 6 min 14 s at
 	// 88b5e1a, after the node agents took a minute to start, which failed the first test at 6 min).

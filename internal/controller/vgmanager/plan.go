@@ -360,6 +360,9 @@ func (p *plan) excluded() []lvmv1alpha1.ExcludedDevice {
 	for _, v := range p.verdicts {
 		name := v.Device.Name
 		switch {
+		case v.Facts.Gone && !p.selected(v.Device):
+			// It left the node while the devices were probed (an LV being removed, whose type lsblk
+			// could no longer tell): nothing of this node to report.
 		case slices.Contains(p.notAdded, name):
 			out = append(out, lvmv1alpha1.ExcludedDevice{Name: name, Reasons: []string{p.static()}})
 		case !v.Usable() && !p.inVG(v.Device):
