@@ -100,7 +100,7 @@ lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./... && cd dev && "$$(bash ../hack/golangci-lint.sh | tail -1)" run ./...
 
 .PHONY: test
-test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, alert tests, verify; the e2e beside the rest (TEST_LANES=1: one after another). Installs what it needs; prints each phase's time.
+test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, alert tests, verify; then the conformance subset beside the upgrade test; then the e2e alone (TEST_LANES=1: one after another). Installs what it needs; prints each phase's time.
 	MAKE="$(MAKE)" bash hack/test.sh
 
 .PHONY: test-unit

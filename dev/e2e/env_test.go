@@ -51,10 +51,12 @@ const (
 	mobileClass = "e2e-thin-ext4-mobile"
 	mobileSize  = "64Mi"
 	mountPath   = "/data"
-	// timeout bounds the suite's waits for pods, claims and snapshots. In make test at a3bc7e6 a
-	// plain claim waited over 80 s to be provisioned while the node agents were still removing the
-	// previous tests' volumes, and pods of TestKubectlLVMS and TestVolumeFlows were still Pending
-	// after 4 min (the bound then).
+	// timeout bounds the suite's waits for pods, claims and snapshots. It was 4 min. With nothing
+	// else on the host (b041dfc, 2026-11-29) the scheduler put every flow's pod on the node without
+	// the operator: VolumeModes' writer had its seven volumes mounted 100 s before the bound and
+	// had not finished at it, and EncryptedVolume's luksFormat (argon2id, benchmarked on a busy
+	// single-CPU guest) outlasted it. In make test at a3bc7e6 a plain claim waited over 80 s while
+	// the agents removed earlier tests' volumes.
 	timeout = 8 * time.Minute
 	// readyTimeout bounds the wait for the LVMCluster: a single-CPU node builds its three volume
 	// groups one after the other, 20-120 s each (about 4.5 min in all, measured; 6 min 14 s at

@@ -70,6 +70,11 @@ spec:
 // schedulerConfigYAML is the KubeSchedulerConfiguration of the host's kube-scheduler with the
 // extender: TopoLVM's verbs and managed resource, and the weight docs/scheduler-extender.md
 // recommends (3: a snapshot's node then wins over the default plugins' usual differences).
+// The dev cluster's scheduler does not score nodes by requested CPU and memory
+// (NodeResourcesFit, NodeResourcesBalancedAllocation): the operator's pod on one of its two
+// single-CPU nodes made every e2e pod whose claim fit both go to the other node (b041dfc, the
+// suite alone: every TestVolumeFlows pod on node-1, which fell behind while node-0 idled). Nodes
+// equal by capacity then get pods at random, as the extender's capacity score spreads claims.
 const schedulerConfigYAML = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
@@ -85,6 +90,13 @@ extenders:
   managedResources:
   - name: %[3]s
     ignoredByScheduler: true
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    score:
+      disabled:
+      - name: NodeResourcesFit
+      - name: NodeResourcesBalancedAllocation
 `
 
 // schedulerArgs are the kube-scheduler's configuration arguments: the flags without the extender,
