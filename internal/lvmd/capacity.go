@@ -16,9 +16,10 @@ type Capacity struct {
 	// VG is not tagged as ours.
 	Ready bool
 	// FreeBytes is the size of the largest new LV: VG free minus spare (thick), for RAID
-	// classes the largest RAID LV lvcreate can allocate in that (raidcap.go), or
-	// overprovision ratio × pool size minus the virtual sizes of the pool's
-	// thin LVs (thin); never negative.
+	// classes the largest RAID LV lvcreate can allocate in that (raidcap.go), or for thin
+	// classes the stricter of two bounds (thinFreeBytes): overprovision ratio × pool size minus
+	// the virtual sizes of the pool's thin LVs, and overprovision ratio × the pool's data space
+	// not yet written; never negative.
 	FreeBytes uint64
 	// SizeBytes is the VG size (thick) or the thin pool size (thin).
 	SizeBytes uint64
@@ -92,13 +93,27 @@ func classCapacity(dc *DeviceClass, s *lvm.State, p pending, id lvm.Identity) Ca
 	c.Ready = true
 	c.VGSizeBytes, c.VGFreeBytes = vg.Size, vg.Free
 	c.SizeBytes = pool.Size
-	c.FreeBytes = sub(overprovisioned(pool.Size, dc.ThinPool.OverprovisionRatio), virtual)
+	c.FreeBytes = thinFreeBytes(pool, virtual, dc.ThinPool.OverprovisionRatio)
 	c.ThinPool = &ThinPoolCapacity{
 		Name: pool.Name, SizeBytes: pool.Size, DataPercent: pool.DataPercent,
 		MetadataPercent: pool.MetadataPercent, VirtualBytes: virtual,
 		OverprovisionRatio: dc.ThinPool.OverprovisionRatio,
 	}
 	return c
+}
+
+// thinFreeBytes is the virtual size a new thin LV of pool may have. The overprovision ratio bounds
+// the sum of the virtual sizes (ratio × pool size, minus those of the pool's thin LVs: TopoLVM's
+// and LVMS's rule). That alone says a pool whose data space is nearly written still has room
+// whenever its LVs' virtual sizes are small against the ratio (topolvm#1101), and a volume placed
+// there fails its writes once the pool fills. So the pool's unwritten data space, times the same
+// ratio, bounds it as well, and the stricter bound wins: a pool 95 % written offers at most
+// ratio × 5 % of its size, a full one nothing. The data percentage is lvm2's from the last read
+// of the state (after every change of ours, and periodically).
+func thinFreeBytes(pool lvm.LV, virtual uint64, ratio float64) uint64 {
+	byRatio := sub(overprovisioned(pool.Size, ratio), virtual)
+	written := uint64(math.Ceil(float64(pool.Size) * min(max(pool.DataPercent, 0), 100) / 100))
+	return min(byRatio, overprovisioned(sub(pool.Size, written), ratio))
 }
 
 // thinVirtualBytes sums the virtual sizes of the thin LVs (including thin

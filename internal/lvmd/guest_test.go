@@ -4,7 +4,6 @@ package lvmd_test
 
 import (
 	"context"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -106,14 +105,11 @@ func (g *guestEnv) checkCapacity(when string) {
 			virtual += lv.Size
 		}
 	}
-	limit := uint64(math.Floor(3 * float64(pool.Size)))
-	wantThin := uint64(0)
-	if limit > virtual {
-		wantThin = limit - virtual
-	}
+	wantThin := thinRoom(pool, virtual, 3)
 	if caps[0].FreeBytes != vg.Free || caps[1].FreeBytes != wantThin {
-		g.t.Errorf("%s: cached capacity thick %d thin %d, lvm reality thick %d (VG free) thin %d (3 x %d - %d)",
-			when, caps[0].FreeBytes, caps[1].FreeBytes, vg.Free, wantThin, pool.Size, virtual)
+		g.t.Errorf("%s: cached capacity thick %d thin %d, lvm reality thick %d (VG free) thin %d (3 x %d - %d, "+
+			"data %.2f %%)", when, caps[0].FreeBytes, caps[1].FreeBytes, vg.Free, wantThin, pool.Size, virtual,
+			pool.DataPercent)
 	}
 	for _, c := range caps[:2] {
 		if c.VGSizeBytes != vg.Size || c.VGFreeBytes != vg.Free {

@@ -36,7 +36,8 @@ const (
 //     the pool;
 //   - topolvm_thinpool_size_bytes, _data_percent, _metadata_percent: the thin pool as lvm2 reports it;
 //   - topolvm_thinpool_overprovisioned_available: overprovision ratio × pool size − the virtual sizes
-//     of the pool's volumes, what new thin volumes may take (the node's capacity annotation).
+//     of the pool's volumes, what new thin volumes may take (the node's capacity annotation); at most
+//     the ratio × the pool's unwritten data space (docs/lvmd.md).
 //
 // A scrape sees one whole update; classes that are removed, and classes that are not ready, have
 // no series.
