@@ -31,6 +31,7 @@ func (op RemoveLVOp) apply(s *State) error {
 			return refuse(ErrInUse, "Logical volume %s contains a filesystem in use.", o.FullName())
 		}
 	}
+	s.unmapThin(op.VG, lv)
 	for _, name := range append(with, lv.Name) {
 		if j, err := s.lvIndex(op.VG, name); err == nil {
 			s.release(j)
@@ -51,6 +52,24 @@ func (op RemoveLVOp) apply(s *State) error {
 		s.releaseSpare(op.VG, lv.MetadataSize)
 	}
 	return nil
+}
+
+// unmapThin takes what thin LV lv maps (its data percentage of its virtual size) off its pool's data
+// percentage when lv shares no chunk with a thin snapshot (it is none and has none): lvremove gives
+// those chunks back to the pool. A shared LV's chunks are left to the next state read.
+func (s *State) unmapThin(vg string, lv LV) {
+	if !lv.Attr.IsThin() || lv.PoolLV == "" || lv.Origin != "" || lv.DataPercent <= 0 {
+		return
+	}
+	if slices.ContainsFunc(s.LVs, func(o LV) bool { return o.VGName == vg && o.Origin == lv.Name }) {
+		return
+	}
+	i, err := s.lvIndex(vg, lv.PoolLV)
+	if err != nil || s.LVs[i].Size == 0 {
+		return
+	}
+	p := &s.LVs[i]
+	p.DataPercent = max(p.DataPercent-lv.DataPercent*float64(lv.Size)/float64(p.Size), 0)
 }
 
 // releaseSpare removes the VG's pool metadata spare with its last pool. A state read does not list

@@ -321,3 +321,33 @@ func asExecError(err error) error {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// Removing a thin LV gives what it mapped back to its pool's data percentage, unless it shares
+// chunks with a thin snapshot: those stay until the next state read.
+func TestApplyRemoveThinFreesPoolData(t *testing.T) {
+	s := modelState(t, gib)
+	mustApply(t, s, CreateThinPoolOp{VG: "vg", ThinPoolOptions: ThinPoolOptions{Name: "pool", Size: 400 * mib}})
+	for _, n := range []string{"a", "b"} {
+		mustApply(t, s, CreateThinLVOp{VG: "vg", ThinLVOptions: ThinLVOptions{Name: n, Pool: "pool", VirtualSize: gib}})
+	}
+	mustApply(t, s, CreateSnapshotOp{VG: "vg", SnapshotOptions: SnapshotOptions{Name: "snap", Origin: "b"}})
+	set := func(name string, pct float64) {
+		i, err := s.lvIndex("vg", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.LVs[i].DataPercent = pct
+	}
+	pool, _ := s.LV("vg", "pool")
+	set("pool", 90)
+	set("a", 10) // 102.4 MiB of the pool's 400: 25.6 %
+	set("b", 20)
+	mustApply(t, s, RemoveLVOp{VG: "vg", Name: "a"})
+	if p, _ := s.LV("vg", "pool"); p.DataPercent < 64.39 || p.DataPercent > 64.41 {
+		t.Errorf("pool data %.2f %% after removing a (%d bytes, 10 %% mapped), want 64.40 %%", p.DataPercent, pool.Size)
+	}
+	mustApply(t, s, RemoveLVOp{VG: "vg", Name: "b"}) // its chunks are the snapshot's too
+	if p, _ := s.LV("vg", "pool"); p.DataPercent < 64.39 || p.DataPercent > 64.41 {
+		t.Errorf("pool data %.2f %% after removing b, which shares its chunks with snap, want 64.40 %%", p.DataPercent)
+	}
+}
