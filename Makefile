@@ -100,8 +100,13 @@ lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./... && cd dev && "$$(bash ../hack/golangci-lint.sh | tail -1)" run ./...
 
 .PHONY: test
-test: ## Everything: unit + envtest, lvm2 in UML guests, csi-sanity and e2e on real lvm2, alert tests, verify; then the conformance subset beside the upgrade test; then the e2e alone (TEST_LANES=1: one after another). Installs what it needs; prints each phase's time.
+test: ## What CI runs: unit + envtest, lvm2 in UML guests, csi-sanity, alert tests, verify, beside the e2e on real lvm2 (TEST_LANES=1: one after another). Installs what it needs; prints each phase's time.
 	MAKE="$(MAKE)" bash hack/test.sh
+
+.PHONY: test-more
+test-more: ## What no longer fits make test's 90 min on two cores: the storage conformance subset, then the upgrade test, each on a fresh dev cluster.
+	$(MAKE) conformance-subset
+	$(MAKE) upgrade
 
 .PHONY: test-unit
 test-unit: ## Unit tests and envtest suites with the race detector (self-built kube-apiserver + etcd, given 2 min to start on a busy machine), of the product's module and the dev tooling's (dev/).
