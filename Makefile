@@ -100,7 +100,7 @@ lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./... && cd dev && "$$(bash ../hack/golangci-lint.sh | tail -1)" run ./...
 
 .PHONY: test
-test: ## What CI runs: unit + envtest, lvm2 in UML guests, csi-sanity, alert tests, verify, beside the e2e on real lvm2 (TEST_LANES=1: one after another). Installs what it needs; prints each phase's time.
+test: ## What CI runs: the e2e on real lvm2 alone, then unit + envtest, fuzz, lvm2 in UML guests, csi-sanity, alert tests, verify (TEST_LANES=2: the e2e beside the rest). Installs what it needs; prints each phase's time.
 	MAKE="$(MAKE)" bash hack/test.sh
 
 .PHONY: test-more
