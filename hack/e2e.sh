@@ -8,7 +8,8 @@
 # is the cluster's state directory; E2E_TIMEOUT (default 75m: the suite takes about 55 min on a 2-core machine) bounds go test; E2E_RUN is passed as
 # -run; E2E_PARALLEL (default 3: the nodes are single-CPU guests on a 2-core host; alone at b041dfc
 # two flows at once, every pod on one node, already outlasted 4-min waits there; the dev cluster's
-# scheduler now spreads pods over both nodes, so three at once load a node less than that) is how many of TestVolumeFlows' flows run at once; E2E_KEEP=1
+# scheduler now spreads pods over both nodes, so three at once load a node less than that) is how
+# many of TestVolumeFlows' flows run at once; E2E_KEEP=1
 # leaves the cluster up and prints how to reach it; E2E_MOBILITY=1 also runs the tests that copy volumes
 # between nodes (docs/e2e.md), E2E_DRAIN=1 the evacuator's drain mode. The nodes import the images in _output/images
 # (make images; make e2e builds them first). Fails when go test fails or when anything of the
