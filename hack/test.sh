@@ -14,8 +14,9 @@
 # 100 % busy, 78 % of it system time, a node's kubelet unable to stop a container). In make test
 # fuzz runs FUZZTIME=5000x per target (make fuzz: 30000x). docs/test-timing.md has the times.
 #
-# Not in make test, because the whole no longer fits CI's 90 min on two cores: `make test-more`
-# runs the storage conformance subset (docs/conformance.md) and the upgrade test (docs/upgrade.md).
+# Not in make test, because the whole no longer fits CI's 90 min on two cores: the e2e runs its core
+# set (docs/e2e.md); `make test-more` runs the full set, the storage conformance subset
+# (docs/conformance.md) and the upgrade test (docs/upgrade.md).
 # TEST_LANES=2 runs the e2e beside the host phases, these in the SCHED_IDLE class at nice 19.
 set -uo pipefail
 

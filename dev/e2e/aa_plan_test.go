@@ -33,6 +33,8 @@ const planTimeout = "5m"
 // disk afterwards. Removing the dry-run annotation applies the plan: the LVMCluster becomes Ready
 // and the volume groups exist, for the tests that follow.
 func TestKubectlLVMSPlan(t *testing.T) {
+	fullSetOnly(t, "a dry-run plan of every node before the LVMCluster is applied: "+
+		"a whole extra start of both agents, 5 to 10 min there")
 	e := connect(t)
 	cluster := e2eLVMCluster()
 	err := e.c.Get(e.ctx(), client.ObjectKeyFromObject(cluster), &lvmv1alpha1.LVMCluster{})

@@ -20,6 +20,7 @@ const copiedClass = "lvms-thin-e2e-copy"
 // suite do (get, new name, create: our labels and annotations come along), provisions a claim on
 // the copy and writes to it, and proves the copy is still there and the claim Bound afterwards.
 func testCopiedStorageClass(t *testing.T) {
+	fullSetOnly(t, "a StorageClass copied from the operator's with other parameters")
 	e := newEnv(t)
 	var sc storagev1.StorageClass
 	if err := e.c.Get(e.ctx(), client.ObjectKey{Name: thinClass}, &sc); err != nil {

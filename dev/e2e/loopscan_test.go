@@ -15,6 +15,7 @@ import (
 // the name ("Multiple VGs found with the same name"). While the pod runs, a new thick claim on the
 // node is provisioned, used and deleted.
 func TestTenantVolumeGroupStaysInItsVolume(t *testing.T) {
+	fullSetOnly(t, "a volume group made by a tenant inside its claim is not scanned by the node")
 	e := newEnv(t)
 	node := e.nodes()[0]
 	e.claim("vg-tenant", thickClass, "64Mi", true, "")

@@ -31,6 +31,7 @@ const (
 // mapping is closed); a second pod on the same node stages it again and reads the data back; the
 // claim grows from 1Gi to 2Gi and df in the running pod sees the filesystem in the mapping grow.
 func testEncryptedVolume(t *testing.T) {
+	fullSetOnly(t, "LUKS-encrypted claims; luksFormat's argon2id benchmark alone took 4 to 8 min there")
 	e := newEnv(t)
 	e.create(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: luksSecret},

@@ -25,6 +25,7 @@ import (
 // (the operator's webhook certificate and the transfer CA are Secrets in its namespace; their
 // certificates, which are public, are in the webhook configurations).
 func TestMustGather(t *testing.T) {
+	fullSetOnly(t, "kubectl lvms must-gather's tarball from every node, without secrets")
 	e := newEnv(t)
 	dest := filepath.Join(t.TempDir(), "must-gather.tar.gz")
 	out := kubectl(t, "lvms", "must-gather", "--dest", dest)

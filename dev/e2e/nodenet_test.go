@@ -74,6 +74,7 @@ fetch node $SMALL busybox nsenter --target=1 --net --
 // fetch (E2E_NODENET_BYTES=268435456 takes about 10 min) also shows that a half-closed connection
 // keeps receiving: a bridge stream used to be reset 5 min after its half-close.
 func TestNodeNetwork(t *testing.T) {
+	fullSetOnly(t, "pod traffic between the nodes in both directions")
 	e := connect(t)
 	e.createNamespace()
 	size := nodeNetBytes

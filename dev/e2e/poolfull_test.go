@@ -28,6 +28,7 @@ const poolFullWait = 3 * time.Minute
 // LVMVolumeGroup and the LVMCluster Degraded with a reason that names the pool and its fill level,
 // as `kubectl get` prints it; freeing the space makes them Ready again.
 func TestPoolFullDegrades(t *testing.T) {
+	fullSetOnly(t, "a thin pool filled to 90 % degrades the LVMCluster and recovers")
 	e := newEnv(t)
 	node := e.nodes()[0]
 	chunk, pool := e.thinPool(node)

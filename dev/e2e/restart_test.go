@@ -31,6 +31,7 @@ if pkill -9 -f '[l]vms node .*--node-name'; then echo "killed the node agent whi
 // restart the claim is bound and usable, every LV on the node belongs to a LogicalVolume and
 // deleting the claim leaves none behind.
 func TestAgentRestartMidProvisioning(t *testing.T) {
+	fullSetOnly(t, "a node agent killed while it provisions: the claims still bind, no LV leaks")
 	e := newEnv(t)
 	node := e.nodes()[0]
 	e.create(hostPod("killer", node, killAgentScript))

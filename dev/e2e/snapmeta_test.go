@@ -30,6 +30,8 @@ const mib = int64(1) << 20
 // CA of the SnapshotMetadataService), `lvms snapshot-metadata` and the node agent's endpoint (mutual
 // TLS). Writes are whole MiB at MiB offsets, so they are exact for any pool chunk size up to 1 MiB.
 func testSnapshotMetadata(t *testing.T) {
+	fullSetOnly(t, "the snapshot metadata service's allocated and changed blocks through its sidecar "+
+		"(9 to 10 min there)")
 	e := newEnv(t)
 	// The dev cluster has no pod network between nodes: the sidecar reaches the node agent of the
 	// snapshot's node only on its own node, so the volume is made there.

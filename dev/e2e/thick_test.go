@@ -24,6 +24,7 @@ const thickCloneRefused = "clone of a thick volume: take a VolumeSnapshot and re
 // survives deleting both the snapshot and the source (a full copy); a claim cloned from a thick
 // claim is refused with a ProvisioningFailed event that says how to copy instead.
 func testThickSnapshots(t *testing.T) {
+	fullSetOnly(t, "thick snapshots restored as full copies (8 to 9 min there)")
 	e := newEnv(t)
 	e.claim("src", thickClass, "64Mi", false, "")
 	e.pod("writer", "src", false, "", writeScript)

@@ -28,6 +28,7 @@ import (
 // certificate made by someone who is not that node's agent (the suite's administrator) is denied by the
 // operator's signer, with no certificate issued.
 func TestTransferSecurity(t *testing.T) {
+	fullSetOnly(t, "the transfer endpoint refuses callers without a valid single-use token")
 	e := newEnv(t)
 	var agents corev1.PodList
 	if err := e.c.List(e.ctx(), &agents, client.InNamespace(operatorNS),

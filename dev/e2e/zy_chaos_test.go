@@ -6,7 +6,7 @@ package e2e
 // while a seeded random schedule of faults kills the operator, a node agent, kube-apiserver or etcd
 // with SIGKILL. Afterwards every claim still wanted is Bound with its pod Running on its data, and
 // once everything is deleted no LogicalVolume, PV or LV of ours is left. The schedule and a table of
-// the invariants are printed; CHAOS_SEED repeats a run. The e2e suite runs it with a fixed seed and
+// the invariants are printed; CHAOS_SEED repeats a run. The full e2e set runs it with a fixed seed and
 // 4 faults over 4 claims, after the flows and before the teardown (files sort so); make chaos runs
 // it alone with a new seed, 8 faults and 8 claims (CHAOS_SEED, CHAOS_FAULTS, CHAOS_CLAIMS).
 
@@ -119,6 +119,8 @@ const defaultChaosSeed = 20261128
 
 // TestChaos is the chaos test (CHAOS_SEED, CHAOS_FAULTS, CHAOS_CLAIMS).
 func TestChaos(t *testing.T) {
+	fullSetOnly(t, "seeded SIGKILLs of the operator, agents, kube-apiserver and etcd while claims change "+
+		"(make chaos runs it alone)")
 	seed := uint64(defaultChaosSeed)
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
 		var err error
