@@ -40,6 +40,7 @@ const DefaultMetadataSize = "1Gi"
 // +kubebuilder:validation:XValidation:rule="!has(self.metadataSize) || self.metadataSizeCalculationPolicy == 'Static'",message="metadataSize is only used with metadataSizeCalculationPolicy Static: remove metadataSize or set the policy to Static",fieldPath=".metadataSize"
 // +kubebuilder:validation:XValidation:rule="has(self.chunkSize) == has(oldSelf.chunkSize)",message="thinPoolConfig.chunkSize is immutable: it cannot be added or removed after the pool exists",fieldPath=".chunkSize"
 // +kubebuilder:validation:XValidation:rule="self.metadataSizeCalculationPolicy != 'Static' || oldSelf.metadataSizeCalculationPolicy != 'Static' || quantity(has(self.metadataSize) ? string(self.metadataSize) : '1Gi').compareTo(quantity(has(oldSelf.metadataSize) ? string(oldSelf.metadataSize) : '1Gi')) >= 0",message="thinPoolConfig.metadataSize can only grow (unset means 1Gi): set it to at least its current value",fieldPath=".metadataSize"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoExtend) || !has(self.autoExtend.maxSizePercent) || !has(self.sizePercent) || self.autoExtend.maxSizePercent >= self.sizePercent",message="thinPoolConfig.autoExtend.maxSizePercent is below sizePercent, which the pool already takes: set it to sizePercent or more",fieldPath=".autoExtend.maxSizePercent"
 type ThinPoolConfig struct {
 	// Name of the thin pool LV in the volume group: letters, digits and + _ . - as lvm2 allows, not
 	// starting with '-', and none of lvm2's reserved names. Immutable.
@@ -66,13 +67,16 @@ type ThinPoolConfig struct {
 	// +kubebuilder:validation:Maximum=100
 	OverprovisionRatio int32 `json:"overprovisionRatio"`
 
-	// ChunkSizeCalculationPolicy is Static (use chunkSize, default 128Ki) or Host (lvm2 chooses).
+	// ChunkSizeCalculationPolicy is Static (use chunkSize; unset: 128Ki, doubled as often as a new
+	// pool above 31.75 TiB needs) or Host (lvm2 chooses).
 	// +optional
 	// +kubebuilder:default=Static
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="thinPoolConfig.chunkSizeCalculationPolicy is immutable"
 	ChunkSizeCalculationPolicy ChunkSizeCalculationPolicy `json:"chunkSizeCalculationPolicy,omitempty"`
 
-	// ChunkSize of the thin pool, 64Ki to 1Gi, a multiple of 64Ki. Only with the Static policy.
+	// ChunkSize of the thin pool, 64Ki to 1Gi, a multiple of 64Ki. Only with the Static policy. A
+	// pool addresses at most 266,342,400 chunks (128Ki: 31.75 TiB); a chunkSize too small for the
+	// new pool is refused by the node agent with the size that would do.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('64Ki')) >= 0 && quantity(string(self)).compareTo(quantity('1Gi')) <= 0",message="thinPoolConfig.chunkSize must be between 64Ki and 1Gi"
 	// +kubebuilder:validation:XValidation:rule="!quantity(string(self)).isInteger() || quantity(string(self)).asInteger() % 65536 == 0",message="thinPoolConfig.chunkSize must be a multiple of 64Ki (lvm2 refuses other thin pool chunk sizes)"
@@ -92,4 +96,37 @@ type ThinPoolConfig struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	MetadataSize *resource.Quantity `json:"metadataSize,omitempty"`
+
+	// AutoExtend grows the pool into the volume group's free space when its data or its metadata
+	// fills up, as lvm2's thin_pool_autoextend settings would with dmeventd (which nodes do not
+	// run). An lvms extension: upstream has no such field. Unset: the pool keeps sizePercent.
+	// +optional
+	AutoExtend *ThinPoolAutoExtend `json:"autoExtend,omitempty"`
+}
+
+// ThinPoolAutoExtend says when and how far the node agent extends a thin pool into the free space
+// of its volume group. The agent looks at the pool on every pass (at least once a minute).
+type ThinPoolAutoExtend struct {
+	// ThresholdPercent is the fill level of the pool's data or metadata, 50 to 95, at or above which
+	// the pool is extended (data and metadata each by their own level).
+	// +optional
+	// +kubebuilder:default=80
+	// +kubebuilder:validation:Minimum=50
+	// +kubebuilder:validation:Maximum=95
+	ThresholdPercent int32 `json:"thresholdPercent,omitempty"`
+
+	// Percent is how much of its current size the data (or metadata) grows by each time, 5 to 100.
+	// +optional
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=5
+	// +kubebuilder:validation:Maximum=100
+	Percent int32 `json:"percent,omitempty"`
+
+	// MaxSizePercent is the largest share of the volume group the pool's data may reach, 10 to 100
+	// (the pool's metadata and lvm2's metadata spare come on top, so 100 leaves what they need).
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=100
+	MaxSizePercent int32 `json:"maxSizePercent,omitempty"`
 }

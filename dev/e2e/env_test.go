@@ -61,7 +61,9 @@ const (
 	// readyTimeout bounds the wait for the LVMCluster: a single-CPU node builds its three volume
 	// groups one after the other, 20-120 s each (about 4.5 min in all, measured; 6 min 14 s at
 	// 88b5e1a, after the node agents took a minute to start, which failed the first test at 6 min).
-	readyTimeout = 10 * time.Minute
+	// In make test at e117935 (2026-11-30) node-1, which also ran the operator, built its three 40 s
+	// to 3 min apart, and the LVMCluster was Ready 13 min after it was made.
+	readyTimeout = 20 * time.Minute
 	// workloadImage is the test pods' image (busybox), imported into every node.
 	workloadImage = "lvms.local/workload:dev"
 	// outputLines is how much of a pod's log the tests read.

@@ -184,7 +184,19 @@ func extensionCases() []compatCase {
 	bandwidth := func(q string) []clusterOpt {
 		return transfer(lvmv1alpha1.TransferSpec{Bandwidth: new(resource.MustParse(q))})
 	}
+	auto := func(size int32, ae lvmv1alpha1.ThinPoolAutoExtend) []clusterOpt {
+		return []clusterOpt{thin(func(p *lvmv1alpha1.ThinPoolConfig) { p.SizePercent, p.AutoExtend = size, &ae })}
+	}
 	return []compatCase{
+		{rule: "E3", name: "autoExtend with its defaults", create: auto(50, lvmv1alpha1.ThinPoolAutoExtend{})},
+		{rule: "E3", name: "autoExtend up to sizePercent", create: auto(60,
+			lvmv1alpha1.ThinPoolAutoExtend{ThresholdPercent: 95, Percent: 5, MaxSizePercent: 60})},
+		{rule: "E3", name: "autoExtend threshold 40", create: auto(50,
+			lvmv1alpha1.ThinPoolAutoExtend{ThresholdPercent: 40}),
+			by: byCRD, want: []string{"autoExtend.thresholdPercent", "greater than or equal to 50"}},
+		{rule: "E3", name: "autoExtend below sizePercent", create: auto(90,
+			lvmv1alpha1.ThinPoolAutoExtend{MaxSizePercent: 80}),
+			by: byCRD, want: []string{"autoExtend.maxSizePercent", "below sizePercent"}},
 		{rule: "E1", name: "crossNode Enabled", create: transfer(lvmv1alpha1.TransferSpec{CrossNode: "Enabled"})},
 		{rule: "E1", name: "crossNode unknown", create: transfer(lvmv1alpha1.TransferSpec{CrossNode: "Always"}),
 			by: byCRD, want: []string{"spec.transfer.crossNode", `Unsupported value: "Always"`}},

@@ -230,6 +230,10 @@ func (op ExtendLVOp) growth(s *State, vg VG, lv LV) (uint64, error) {
 func (s *State) growLV(vg VG, name string, l Layout, n uint64, rounds []round) {
 	i := slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg.Name && o.Name == name })
 	lv := &s.LVs[i]
+	if lv.Attr.IsThinPool() && lv.Size > 0 {
+		// The same chunks mapped in a larger pool: its data fill level falls in proportion.
+		lv.DataPercent *= float64(lv.Size) / float64(lv.Size+n*vg.ExtentSize)
+	}
 	lv.Size += n * vg.ExtentSize
 	switch {
 	case lv.Attr.IsThin():

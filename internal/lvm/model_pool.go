@@ -113,6 +113,10 @@ func (s *State) allocateMetadata(vg VG, metaExt uint64, pool LV) (*metadataGrowt
 // growMetadata applies g to pool name and the spare.
 func (s *State) growMetadata(vg VG, name string, g *metadataGrowth) {
 	i := slices.IndexFunc(s.LVs, func(o LV) bool { return o.VGName == vg.Name && o.Name == name })
+	// The same mappings in more metadata: the fill level falls in proportion.
+	if old := s.LVs[i].MetadataSize; old > 0 {
+		s.LVs[i].MetadataPercent *= float64(old) / float64(g.metaExt*vg.ExtentSize)
+	}
 	s.LVs[i].MetadataSize = g.metaExt * vg.ExtentSize
 	s.appendSegments(vg.Name, name+"_tmeta", segments(g.meta, vg.ExtentSize))
 	s.addSpare(vg, g.spare)

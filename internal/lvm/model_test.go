@@ -351,3 +351,23 @@ func TestApplyRemoveThinFreesPoolData(t *testing.T) {
 		t.Errorf("pool data %.2f %% after removing b, which shares its chunks with snap, want 64.40 %%", p.DataPercent)
 	}
 }
+
+// TestApplyExtendPoolKeepsItsMappings: extending a thin pool's data or metadata maps the same
+// chunks in more space, so the cached fill levels fall in proportion (the node agent, which
+// extends a pool that fills up, must not see the old level and extend it again).
+func TestApplyExtendPoolKeepsItsMappings(t *testing.T) {
+	s := modelState(t, gib)
+	mustApply(t, s, CreateThinPoolOp{VG: "vg", ThinPoolOptions: ThinPoolOptions{Name: "pool", Size: 200 * mib,
+		MetadataSize: 4 * mib}})
+	i, err := s.lvIndex("vg", "pool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.LVs[i].DataPercent, s.LVs[i].MetadataPercent = 90, 80
+	mustApply(t, s, ExtendLVOp{VG: "vg", Name: "pool", ExtendOptions: ExtendOptions{Size: 400 * mib}})
+	mustApply(t, s, ExtendLVOp{VG: "vg", Name: "pool", ExtendOptions: ExtendOptions{PoolMetadataSize: 8 * mib}})
+	if p, _ := s.LV("vg", "pool"); p.Size != 400*mib || p.DataPercent != 45 || p.MetadataPercent != 40 {
+		t.Errorf("pool of %d bytes, data %.2f %%, metadata %.2f %%; want 400 MiB, 45 %% and 40 %%", p.Size,
+			p.DataPercent, p.MetadataPercent)
+	}
+}

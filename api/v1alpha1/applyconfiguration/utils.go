@@ -70,6 +70,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.StorageApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageClassOptions"):
 		return &apiv1alpha1.StorageClassOptionsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ThinPoolAutoExtend"):
+		return &apiv1alpha1.ThinPoolAutoExtendApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ThinPoolCapacity"):
 		return &apiv1alpha1.ThinPoolCapacityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ThinPoolConfig"):

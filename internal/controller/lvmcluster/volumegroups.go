@@ -41,6 +41,10 @@ func volumeGroupFor(
 		if t.MetadataSize != nil {
 			tp.WithMetadataSize(*t.MetadataSize)
 		}
+		if ae := t.AutoExtend; ae != nil {
+			tp.WithAutoExtend(lvmv1alpha1ac.ThinPoolAutoExtend().WithThresholdPercent(ae.ThresholdPercent).
+				WithPercent(ae.Percent).WithMaxSizePercent(ae.MaxSizePercent))
+		}
 		spec.WithThinPoolConfig(tp)
 	}
 	if r := dc.RAIDConfig; r != nil {

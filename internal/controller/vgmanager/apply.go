@@ -91,13 +91,15 @@ func (m *NodeManager) ensurePool(ctx context.Context, name string, tp *lvmv1alph
 		}
 	}
 	if a.metadataTo > 0 {
-		log.Info("Growing thin pool metadata", "bytes", a.metadataTo)
+		log.Info("Growing thin pool metadata", "bytes", a.metadataTo, "autoExtend", a.autoMeta,
+			"metadataPercent", a.metaPercent)
 		if err := m.lvm.ExtendLV(ctx, vg, tp.Name, lvm.ExtendOptions{PoolMetadataSize: a.metadataTo}); err != nil {
 			return err
 		}
 	}
 	if a.extentsTo > 0 {
-		log.Info("Extending thin pool", "extents", a.extentsTo, "percentOfVG", sizePercent(tp))
+		log.Info("Extending thin pool", "extents", a.extentsTo, "percentOfVG", sizePercent(tp),
+			"limitedByChunkSize", a.chunkLimited, "autoExtend", a.autoData, "dataPercent", a.dataPercent)
 		ext := lvm.Extents(fmt.Sprintf("%d", a.extentsTo))
 		if err := m.lvm.ExtendLV(ctx, vg, tp.Name, lvm.ExtendOptions{Extents: ext}); err != nil {
 			return err
@@ -143,6 +145,15 @@ type poolAction struct {
 	zero bool
 	// growing is set while disks are about to be added (planning only).
 	growing bool
+	// chunkLimited is set when the pool's chunk size (chunk bytes) addresses less than sizePercent
+	// of the VG: the pool grows to what it addresses and stays there (capToChunks).
+	chunkLimited bool
+	chunk        uint64
+	// autoData and autoMeta are set when autoExtend grows the data (extentsTo) or the metadata
+	// (metadataTo), filled to dataPercent and metaPercent of threshold or more.
+	autoData, autoMeta       bool
+	dataPercent, metaPercent float64
+	threshold                int32
 }
 
 func (a poolAction) describe() string {
@@ -153,10 +164,21 @@ func (a poolAction) describe() string {
 	if a.zero {
 		out = append(out, fmt.Sprintf("turn on zeroing of new chunks in thin pool %s", a.name))
 	}
-	if a.metadataTo > 0 {
+	if a.metadataTo > 0 && !a.autoMeta {
 		out = append(out, fmt.Sprintf("grow the metadata of thin pool %s to %d bytes", a.name, a.metadataTo))
 	}
-	if a.extentsTo > 0 || (a.growing && a.create == nil) {
+	if a.autoMeta {
+		out = append(out, fmt.Sprintf("grow the metadata of thin pool %s to %d bytes: it is %.1f%% full "+
+			"(autoExtend from %d%%)", a.name, a.metadataTo, a.metaPercent, a.threshold))
+	}
+	switch {
+	case a.autoData:
+		out = append(out, fmt.Sprintf("extend thin pool %s to %d extents: its data is %.1f%% full "+
+			"(autoExtend from %d%%)", a.name, a.extentsTo, a.dataPercent, a.threshold))
+	case a.chunkLimited && a.extentsTo > 0:
+		out = append(out, fmt.Sprintf("extend thin pool %s to %d bytes, all that its chunk size of %d bytes "+
+			"addresses (not %d%% of the volume group)", a.name, maxPoolBytes(a.chunk), a.chunk, a.pct))
+	case a.extentsTo > 0 || (a.growing && a.create == nil):
 		out = append(out, fmt.Sprintf("extend thin pool %s to %d%% of the volume group", a.name, a.pct))
 	}
 	return strings.Join(out, "; ")
@@ -170,7 +192,7 @@ func poolActionFor(s *lvm.State, vg lvm.VG, tp *lvmv1alpha1.ThinPoolConfig, addi
 	a := poolAction{name: tp.Name, pct: sizePercent(tp), growing: adding > 0}
 	pool, ok := s.LV(vg.Name, tp.Name)
 	if !ok {
-		o, err := thinPoolOptions(tp)
+		o, err := thinPoolOptions(tp, vg.FreeCount*vg.ExtentSize/100*uint64(a.pct))
 		if err != nil {
 			return a, err
 		}
@@ -206,13 +228,24 @@ func poolActionFor(s *lvm.State, vg lvm.VG, tp *lvmv1alpha1.ThinPoolConfig, addi
 	if target > footprint && free > 0 {
 		a.extentsTo = cur + min(target-footprint, free)
 	}
+	if len(pool.Segments) > 0 {
+		a.extentsTo, a.chunkLimited = capToChunks(a.extentsTo, cur, vg.ExtentSize, pool.Segments[0].ChunkSize)
+		a.chunk = pool.Segments[0].ChunkSize
+	}
+	if tp.AutoExtend != nil {
+		if a.extentsTo > cur {
+			free -= min(free, a.extentsTo-cur)
+		}
+		autoExtend(&a, tp.AutoExtend, vg, pool, free)
+	}
 	return a, nil
 }
 
-// thinPoolOptions builds the lvcreate options of a new pool: sizePercent of the free extents,
-// chunk size per policy (Static: chunkSize, 128Ki by default), metadata size when Static, and
-// zeroing of new chunks (so a volume never reads a previous tenant's data).
-func thinPoolOptions(tp *lvmv1alpha1.ThinPoolConfig) (lvm.ThinPoolOptions, error) {
+// thinPoolOptions builds the lvcreate options of a new pool of about poolBytes: sizePercent of the
+// free extents, chunk size per policy (Static: chunkSize, or 128Ki doubled until it addresses the
+// pool: staticChunkSize), metadata size when Static, and zeroing of new chunks (so a volume never
+// reads a previous tenant's data).
+func thinPoolOptions(tp *lvmv1alpha1.ThinPoolConfig, poolBytes uint64) (lvm.ThinPoolOptions, error) {
 	o := lvm.ThinPoolOptions{
 		Name:         tp.Name,
 		Extents:      lvm.PercentOf(sizePercent(tp), "FREE"),
@@ -220,12 +253,11 @@ func thinPoolOptions(tp *lvmv1alpha1.ThinPoolConfig) (lvm.ThinPoolOptions, error
 		Zero:         true,
 	}
 	if tp.ChunkSizeCalculationPolicy != lvmv1alpha1.ChunkSizeCalculationPolicyHost {
-		q := resourceQuantity(tp.ChunkSize, lvmv1alpha1.DefaultChunkSize)
-		v, ok := q.AsInt64()
-		if !ok || v <= 0 {
-			return o, fmt.Errorf("thin pool %s: invalid chunkSize %s", tp.Name, q.String())
+		c, err := staticChunkSize(tp.Name, tp.ChunkSize, lvmv1alpha1.DefaultChunkSize, poolBytes)
+		if err != nil {
+			return o, err
 		}
-		o.ChunkSize = uint64(v)
+		o.ChunkSize = c
 	}
 	return o, nil
 }

@@ -406,6 +406,21 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.k8s.api.storage.v1.VolumeBindingMode
       default: WaitForFirstConsumer
+- name: com.github.lvm-operator.lvm-operator.api.v1alpha1.ThinPoolAutoExtend
+  map:
+    fields:
+    - name: maxSizePercent
+      type:
+        scalar: numeric
+      default: 100
+    - name: percent
+      type:
+        scalar: numeric
+      default: 20
+    - name: thresholdPercent
+      type:
+        scalar: numeric
+      default: 80
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.ThinPoolCapacity
   map:
     fields:
@@ -424,6 +439,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.lvm-operator.lvm-operator.api.v1alpha1.ThinPoolConfig
   map:
     fields:
+    - name: autoExtend
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.v1alpha1.ThinPoolAutoExtend
     - name: chunkSize
       type:
         namedType: io.k8s.apimachinery.pkg.api.resource.Quantity

@@ -37,14 +37,21 @@ type ThinPoolConfigApplyConfiguration struct {
 	SizePercent *int32 `json:"sizePercent,omitempty"`
 	// OverprovisionRatio is how many times the pool size may be promised to thin volumes, 1 to 100.
 	OverprovisionRatio *int32 `json:"overprovisionRatio,omitempty"`
-	// ChunkSizeCalculationPolicy is Static (use chunkSize, default 128Ki) or Host (lvm2 chooses).
+	// ChunkSizeCalculationPolicy is Static (use chunkSize; unset: 128Ki, doubled as often as a new
+	// pool above 31.75 TiB needs) or Host (lvm2 chooses).
 	ChunkSizeCalculationPolicy *apiv1alpha1.ChunkSizeCalculationPolicy `json:"chunkSizeCalculationPolicy,omitempty"`
-	// ChunkSize of the thin pool, 64Ki to 1Gi, a multiple of 64Ki. Only with the Static policy.
+	// ChunkSize of the thin pool, 64Ki to 1Gi, a multiple of 64Ki. Only with the Static policy. A
+	// pool addresses at most 266,342,400 chunks (128Ki: 31.75 TiB); a chunkSize too small for the
+	// new pool is refused by the node agent with the size that would do.
 	ChunkSize *resource.Quantity `json:"chunkSize,omitempty"`
 	// MetadataSizeCalculationPolicy is Host (lvm2 chooses) or Static (use metadataSize, 1Gi when unset).
 	MetadataSizeCalculationPolicy *apiv1alpha1.MetadataSizeCalculationPolicy `json:"metadataSizeCalculationPolicy,omitempty"`
 	// MetadataSize of the thin pool, 2Mi to 16Gi. Only with the Static policy. May grow, never shrink.
 	MetadataSize *resource.Quantity `json:"metadataSize,omitempty"`
+	// AutoExtend grows the pool into the volume group's free space when its data or its metadata
+	// fills up, as lvm2's thin_pool_autoextend settings would with dmeventd (which nodes do not
+	// run). An lvms extension: upstream has no such field. Unset: the pool keeps sizePercent.
+	AutoExtend *ThinPoolAutoExtendApplyConfiguration `json:"autoExtend,omitempty"`
 }
 
 // ThinPoolConfigApplyConfiguration constructs a declarative configuration of the ThinPoolConfig type for use with
@@ -106,5 +113,13 @@ func (b *ThinPoolConfigApplyConfiguration) WithMetadataSizeCalculationPolicy(val
 // If called multiple times, the MetadataSize field is set to the value of the last call.
 func (b *ThinPoolConfigApplyConfiguration) WithMetadataSize(value resource.Quantity) *ThinPoolConfigApplyConfiguration {
 	b.MetadataSize = &value
+	return b
+}
+
+// WithAutoExtend sets the AutoExtend field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AutoExtend field is set to the value of the last call.
+func (b *ThinPoolConfigApplyConfiguration) WithAutoExtend(value *ThinPoolAutoExtendApplyConfiguration) *ThinPoolConfigApplyConfiguration {
+	b.AutoExtend = value
 	return b
 }
