@@ -23,6 +23,8 @@ import (
 const writeScript = `set -e; echo e2e-data > /data/f; sync; echo "read=$(cat /data/f)"; awk '$2=="/data"{print "fstype="$3}' /proc/mounts`
 
 func TestCapacityPlacement(t *testing.T) {
+	fullSetOnly(t, "two 10 GiB thick claims placed on different nodes by CSIStorageCapacity alone, without the "+
+		"extender (TestSchedulerExtender places the same claims with it; 264 s at 8d30bd3)")
 	e := newEnv(t)
 	// Each node has about 16 GiB in the thick VG: one 10 GiB claim fits per node.
 	e.claim("big-1", thickClass, "10Gi", false, "")
