@@ -5,10 +5,6 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
-// maxPoolMetadata is the largest thin pool metadata lvm2 makes without cropping (255 × 16320
-// blocks of 4 KiB, about 15.88 GiB).
-const maxPoolMetadata = 255 * (16384 - 64) * 4 << 10
-
 // autoExtension is a pool's autoExtend with the defaults of the CRD for what is unset.
 func autoExtension(ae *lvmv1alpha1.ThinPoolAutoExtend) (threshold, step, maxPct uint64) {
 	threshold, step, maxPct = 80, 20, 100
@@ -50,9 +46,7 @@ func autoExtend(a *poolAction, ae *lvmv1alpha1.ThinPoolAutoExtend, vg lvm.VG, po
 	limit := maxPct * vg.ExtentCount / 100
 	limit -= min(limit, 2*metaExt)
 	want := min(cur+lvm.RoundUp(cur*step, 100)/100, limit, cur+free)
-	if len(pool.Segments) > 0 {
-		want, _ = capToChunks(want, cur, ext, pool.Segments[0].ChunkSize)
-	}
+	want, _ = capToChunks(want, cur, ext, a.chunk) // a.chunk: set by poolActionFor, 0 when unknown
 	if want > cur {
 		a.extentsTo, a.autoData = want, true
 	}

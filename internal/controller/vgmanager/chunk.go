@@ -6,12 +6,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// maxPoolMetadata is the largest thin pool metadata lvm2 makes without cropping (its default):
+// 255 × 16320 blocks of 4 KiB, about 15.88 GiB.
+const maxPoolMetadata = 255 * (16384 - 64) * 4 << 10
+
 // maxPoolChunks is how many chunks of data a thin pool can address. lvm2 refuses a pool whose data
-// would need more mappings than its largest metadata holds: 255 × 16320 blocks of 4 KiB (the
-// kernel's limit without metadata cropping, lvm2's default), 64 bytes per chunk. So a chunk size
+// would need more mappings than its largest metadata holds, at 64 bytes per chunk. So a chunk size
 // of 128 KiB (LVMS's default) addresses at most 31.75 TiB, and a pool larger than that needs a
 // larger chunk size, which cannot change once the pool exists.
-const maxPoolChunks = 255 * (16384 - 64) * 4 * 1024 / 64
+const maxPoolChunks = maxPoolMetadata / 64
 
 // Chunk sizes lvm2 and dm-thin accept: 64 KiB to 1 GiB (lvms uses powers of two).
 const (
