@@ -183,7 +183,7 @@ bench: ## Benchmarks (performance is measured here, never in timed unit tests): 
 	bash hack/bench-transfer.sh
 
 .PHONY: bench-transfer
-bench-transfer: ## Copy-between-nodes benchmark (TestGuestTransferBenchmark) in a UML guest: a 4 GiB thin volume 25 % allocated and a 4 GiB thick one through the Transfer service, against a raw TCP copy (TRANSFER_BENCH_GIB=4; docs/mobility.md).
+bench-transfer: ## Copy-between-nodes benchmark (TestGuestTransferBenchmark) in a UML guest: a 4 GiB thin volume 25 % allocated and a 4 GiB thick one through the Transfer service, against `dd | nc` and a kernel copy over the same loopback path (TRANSFER_BENCH_GIB=4; docs/mobility.md).
 	bash hack/bench-transfer.sh
 
 .PHONY: bench-thinmeta

@@ -3,9 +3,10 @@
 # TestGuestTransferBenchmark of internal/nodeagent (transfer_bench_guest_test.go, `//go:build guest`)
 # in one User-mode Linux guest with the standard disk layout (seven 2 GiB disks): a thin snapshot with
 # a quarter of its chunks written and a thick volume written whole, each copied through the Transfer
-# service (gRPC over mutual TLS on a loopback port, checksums, checkpoints) and, as the floor, by a raw
-# copy over a loopback TCP connection (what `dd | nc` does). It prints the test's MEASUREMENT lines:
-# times, bytes moved, throughput and the ratio to the floor (docs/mobility.md "What it costs").
+# service (gRPC over mutual TLS on a loopback port, checksums, checkpoints) and by two plain copies of
+# the whole device over a loopback TCP connection: `dd | nc` (the floor the ratio is judged against)
+# and a kernel copy (sendfile and splice, no byte in user space). It prints the test's MEASUREMENT
+# lines: times, bytes moved, throughput and the ratio to each floor (docs/mobility.md "What it costs").
 #
 # Environment: TRANSFER_BENCH_GIB (default 4) is the volume size in GiB (at most 5 on the standard
 # disks: a thin pool of GIB+1 and two thick volumes of GIB share 14 GiB); TRANSFER_BENCH_TIMEOUT

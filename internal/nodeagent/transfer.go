@@ -15,7 +15,6 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,7 +100,7 @@ func (s *transferServer) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("transfer service: %w", err)
 	}
-	g := grpc.NewServer(append(transferServerOptions(), grpc.Creds(credentials.NewTLS(s.id.ServerTLS())))...)
+	g := grpc.NewServer(append(transferServerOptions(), grpc.Creds(transfer.Credentials(s.id.ServerTLS())))...)
 	transferpb.RegisterTransferServer(g, transfer.NewServer(s.node, s.verifier, s.open))
 	ctrl.LoggerFrom(ctx).WithName("transfer").Info("Serving transfers to other nodes' agents", "address", s.addr)
 	go func() {
@@ -152,7 +151,7 @@ func (f *fetcher) Fetch(ctx context.Context, req logicalvolume.Fetch, onCheckpoi
 		return req.From, err
 	}
 	conn, err := grpc.NewClient(req.Address,
-		append(transferDialOptions(), grpc.WithTransportCredentials(credentials.NewTLS(cfg)))...)
+		append(transferDialOptions(), grpc.WithTransportCredentials(transfer.Credentials(cfg)))...)
 	if err != nil {
 		return req.From, fmt.Errorf("connect to node %s's agent at %s: %w", req.SourceNode, req.Address, err)
 	}

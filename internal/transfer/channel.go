@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
@@ -129,9 +130,14 @@ func peerNode(ctx context.Context) (string, error) {
 	return node, nil
 }
 
+// fetchAhead is how many chunks Fetch receives ahead of what the sink took: the network is read
+// while the chunks before are written.
+const fetchAhead = 8
+
 // Fetch is the target node's side: it reads the transfer token grants from the source node's
 // Transfer service, from the Progress of an earlier attempt on, into dst, and returns the Progress
-// reached (on an error, the last checkpoint).
+// reached (on an error, the last checkpoint). Chunks are received by a goroutine of their own, up to
+// fetchAhead ahead of the writes, into buffers that are used again (chunkCodec).
 func Fetch(ctx context.Context, c transferpb.TransferClient, token string, from Progress, dst Sink, o Options,
 ) (Progress, error) {
 	r, err := NewReceiver(dst, from, o)
@@ -144,30 +150,63 @@ func Fetch(ctx context.Context, c transferpb.TransferClient, token string, from 
 	stalled := fmt.Errorf("%w: nothing from the source for %s", ErrStalled, idle)
 	watchdog := time.AfterFunc(idle, func() { cancel(stalled) })
 	defer watchdog.Stop()
+	codec := newChunkCodec(r.o.ChunkBytes, fetchAhead+2)
 	stream, err := c.Read(ctx, &transferpb.ReadRequest{Token: token, FromOffset: from.Offset,
-		ChunkBytes: r.o.ChunkBytes, Dense: o.Dense})
+		ChunkBytes: r.o.ChunkBytes, Dense: o.Dense}, grpc.ForceCodecV2(codec))
 	if err != nil {
 		return from, fmt.Errorf("fetch: %w", errors.Join(err, context.Cause(ctx)))
 	}
+	msgs, ended := make(chan *transferpb.Chunk, fetchAhead), make(chan error, 1)
+	go func() {
+		defer close(msgs)
+		ended <- receive(ctx, stream, watchdog, idle, msgs)
+	}()
+	for msg := range msgs {
+		err := write(ctx, r, msg)
+		codec.release(msg.GetData())
+		if err != nil {
+			cancel(err)
+			for range msgs { //nolint:revive // drained so that the receiver ends
+			}
+			return r.Stop(), fmt.Errorf("fetch: %w", err)
+		}
+		watchdog.Reset(idle)
+	}
+	err = <-ended
+	if errors.Is(err, io.EOF) {
+		return r.Finish()
+	}
+	return r.Stop(), fmt.Errorf("fetch: %w", err)
+}
+
+// receive hands the stream's chunks to msgs until it ends (io.EOF when the source sent all), resetting
+// the watchdog at each.
+func receive(ctx context.Context, stream transferpb.Transfer_ReadClient, watchdog *time.Timer, idle time.Duration,
+	msgs chan<- *transferpb.Chunk,
+) error {
 	for {
 		msg, err := stream.Recv()
 		watchdog.Reset(idle)
 		if err != nil && context.Cause(ctx) != nil && !errors.Is(err, io.EOF) {
 			err = errors.Join(err, context.Cause(ctx))
 		}
-		if errors.Is(err, io.EOF) {
-			return r.Finish()
-		}
 		if err != nil {
-			return r.done, fmt.Errorf("fetch: %w", err)
+			return err
 		}
-		var sum [sha256.Size]byte
-		if len(msg.GetSha256()) != len(sum) {
-			return r.done, fmt.Errorf("fetch: chunk at %d: %w", msg.GetOffset(), ErrCorrupt)
-		}
-		copy(sum[:], msg.GetSha256())
-		if err := r.Write(ctx, Chunk{Offset: msg.GetOffset(), Data: msg.GetData(), Sum: sum}); err != nil {
-			return r.done, fmt.Errorf("fetch: %w", err)
+		select {
+		case msgs <- msg:
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		}
 	}
+}
+
+// write checks a chunk's checksum field and has r write it.
+func write(ctx context.Context, r *Receiver, msg *transferpb.Chunk) error {
+	var sum [sha256.Size]byte
+	if len(msg.GetSha256()) != len(sum) {
+		return fmt.Errorf("chunk at %d: %w", msg.GetOffset(), ErrCorrupt)
+	}
+	copy(sum[:], msg.GetSha256())
+	return r.Write(ctx, Chunk{Offset: msg.GetOffset(), Data: msg.GetData(), Sum: sum})
 }

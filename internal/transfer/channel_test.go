@@ -21,7 +21,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	"github.com/lvm-operator/lvm-operator/internal/transfer"
@@ -106,7 +105,7 @@ func serve(t *testing.T, p *pki, v *transfer.Verifier, src *os.File) (string, fu
 		return transfer.Source{Ranges: list(allocated...), Size: 16 * mib, Dev: countingFile{File: src, bytes: n},
 			Release: func() error { return nil }}, nil
 	}
-	creds := credentials.NewTLS(&tls.Config{
+	creds := transfer.Credentials(&tls.Config{
 		Certificates: []tls.Certificate{p.issue("node-a", x509.ExtKeyUsageServerAuth)},
 		ClientAuth:   tls.RequireAndVerifyClientCert, ClientCAs: p.pool, MinVersion: tls.VersionTLS13,
 	})
@@ -135,7 +134,7 @@ func dial(t *testing.T, p *pki, addr, node string) transferpb.TransferClient {
 	if node != "" {
 		cfg.Certificates = []tls.Certificate{p.issue(node, x509.ExtKeyUsageClientAuth)}
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(transfer.Credentials(cfg)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,12 +106,48 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// sendAhead is how many chunks Send reads ahead of what emit took: the source's disk is read while
+// the chunks before are on their way.
+const sendAhead = 4
+
 // Send is the source node's side: it reads the part of ranges at or above from out of src in chunks
 // of at most chunkBytes and hands each to emit, which must not keep its Data (the buffer is reused).
+// Reading runs ahead of emit by up to sendAhead chunks.
 func Send(ctx context.Context, ranges Ranges, from uint64, src io.ReaderAt, chunkBytes uint64,
 	emit func(Chunk) error,
 ) error {
-	buf := make([]byte, chunkBytes)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	free := make(chan []byte, sendAhead)
+	for range sendAhead {
+		free <- make([]byte, chunkBytes)
+	}
+	chunks := make(chan Chunk, sendAhead)
+	read := make(chan error, 1)
+	go func() {
+		defer close(chunks)
+		read <- readChunks(ctx, ranges, from, src, chunkBytes, free, chunks)
+	}()
+	for c := range chunks {
+		if err := emit(c); err != nil {
+			cancel()
+			for range chunks { //nolint:revive // drained so that the reader ends
+			}
+			if rerr := <-read; rerr != nil && !errors.Is(rerr, context.Canceled) {
+				return errors.Join(err, rerr)
+			}
+			return err
+		}
+		free <- c.Data[:cap(c.Data)]
+	}
+	return <-read
+}
+
+// readChunks reads the part of ranges at or above from out of src into buffers taken from free, and
+// sends each as a chunk with its checksum on out.
+func readChunks(ctx context.Context, ranges Ranges, from uint64, src io.ReaderAt, chunkBytes uint64,
+	free <-chan []byte, out chan<- Chunk,
+) error {
 	var last uint64
 	return ranges(func(r Range) error {
 		if r.Offset < last {
@@ -119,15 +155,20 @@ func Send(ctx context.Context, ranges Ranges, from uint64, src io.ReaderAt, chun
 		}
 		last = r.End()
 		for off := max(r.Offset, from); off < r.End(); off += chunkBytes {
-			if err := ctx.Err(); err != nil {
-				return err
+			var buf []byte
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case buf = <-free:
 			}
 			data := buf[:min(chunkBytes, r.End()-off)]
 			if err := readFull(src, data, off); err != nil {
 				return fmt.Errorf("read %d+%d: %w", off, len(data), err)
 			}
-			if err := emit(Chunk{Offset: off, Data: data, Sum: sha256.Sum256(data)}); err != nil {
-				return err
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case out <- Chunk{Offset: off, Data: data, Sum: sha256.Sum256(data)}:
 			}
 		}
 		return nil
@@ -145,25 +186,30 @@ func Copy(ctx context.Context, ranges Ranges, from Progress, src io.ReaderAt, ds
 	if err := Send(ctx, ranges, from.Offset, src, r.o.ChunkBytes, func(c Chunk) error {
 		return r.Write(ctx, c)
 	}); err != nil {
-		return r.done, err
+		return r.Stop(), err
 	}
 	return r.Finish()
 }
 
 // Receiver is the target node's side of a copy: it writes the chunks it is given into the sink and
-// checkpoints.
+// checkpoints. A checkpoint syncs the sink and then reads back what it covers in the background while
+// the next chunks are written; the Progress moves when that read-back has verified them.
 type Receiver struct {
-	dst  Sink
-	o    Options
-	buf  []byte
-	done Progress
+	dst Sink
+	o   Options
 	// next is the lowest offset the next chunk may start at; pending are the chunks written since
 	// the last checkpoint (at lastCheckpoint, or the start), with their checksums, and pendingBytes
-	// their bytes.
+	// their bytes; bytes counts what was written over all attempts.
 	next           uint64
 	pending        []written
 	pendingBytes   uint64
+	bytes          uint64
 	lastCheckpoint time.Time
+	// verifying is the result of the read-back running in the background, nil when none runs;
+	// done, the Progress verified, is written by that read-back and read once it ended.
+	verifying chan error
+	buf       []byte
+	done      Progress
 }
 
 type written struct {
@@ -178,12 +224,13 @@ func NewReceiver(dst Sink, from Progress, o Options) (*Receiver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("copy: %w", err)
 	}
-	return &Receiver{dst: dst, o: o, done: from, next: from.Offset, buf: make([]byte, o.ChunkBytes),
-		lastCheckpoint: o.Now()}, nil
+	return &Receiver{dst: dst, o: o, done: from, next: from.Offset, bytes: from.Bytes,
+		buf: make([]byte, o.ChunkBytes), lastCheckpoint: o.Now()}, nil
 }
 
 // Write checks c against its checksum and writes it; chunks come in increasing order, at or after
-// the Progress the receiver started from.
+// the Progress the receiver started from. An error of a checkpoint's read-back ends the copy at the
+// next Write (or Finish).
 func (r *Receiver) Write(ctx context.Context, c Chunk) error {
 	rg := Range{Offset: c.Offset, Length: uint64(len(c.Data))}
 	switch {
@@ -193,6 +240,9 @@ func (r *Receiver) Write(ctx context.Context, c Chunk) error {
 		return fmt.Errorf("chunk %s: length not in 1..%d", rg, r.o.ChunkBytes)
 	case sha256.Sum256(c.Data) != c.Sum:
 		return fmt.Errorf("%s: %w", rg, ErrCorrupt)
+	}
+	if err := r.verified(false); err != nil {
+		return err
 	}
 	if r.o.Limit != nil {
 		if err := r.o.Limit.WaitN(ctx, len(c.Data)); err != nil {
@@ -205,7 +255,7 @@ func (r *Receiver) Write(ctx context.Context, c Chunk) error {
 	r.next = rg.End()
 	r.pending = append(r.pending, written{r: rg, sum: c.Sum})
 	r.pendingBytes += rg.Length
-	r.done.Bytes += rg.Length
+	r.bytes += rg.Length
 	if r.pendingBytes >= r.o.CheckpointBytes ||
 		(r.o.CheckpointEvery > 0 && r.o.Now().Sub(r.lastCheckpoint) >= r.o.CheckpointEvery) {
 		return r.checkpoint()
@@ -216,23 +266,71 @@ func (r *Receiver) Write(ctx context.Context, c Chunk) error {
 // Finish checkpoints what is pending and marks the copy complete: call it when the source has sent
 // every chunk.
 func (r *Receiver) Finish() (Progress, error) {
-	if err := r.checkpoint(); err != nil {
-		return r.done, err
+	err := r.checkpoint()
+	if err == nil {
+		err = r.verified(true)
+	}
+	if err != nil {
+		return r.Stop(), err
 	}
 	r.done.Complete = true
 	return r.done, r.notify()
 }
 
-// checkpoint syncs the sink, reads back and checks what was written since the last checkpoint,
-// and moves the Progress past it.
+// Stop waits for a read-back in progress and returns the Progress verified, with every byte written
+// counted: what an attempt that failed reached. The error of that read-back is dropped (its chunks
+// stay unverified).
+func (r *Receiver) Stop() Progress {
+	_ = r.verified(true)
+	p := r.done
+	p.Bytes = r.bytes
+	return p
+}
+
+// verified returns the error of the read-back in the background once it ended; with wait it waits
+// for it, without it returns nil while it runs.
+func (r *Receiver) verified(wait bool) error {
+	if r.verifying == nil {
+		return nil
+	}
+	if !wait {
+		select {
+		case err := <-r.verifying:
+			r.verifying = nil
+			return err
+		default:
+			return nil
+		}
+	}
+	err := <-r.verifying
+	r.verifying = nil
+	return err
+}
+
+// checkpoint syncs the sink and starts the read-back of what was written since the last checkpoint
+// (after the one before it ended): it checks each chunk, moves the Progress past them and tells
+// OnCheckpoint.
 func (r *Receiver) checkpoint() error {
 	if len(r.pending) == 0 {
 		return nil
 	}
+	if err := r.verified(true); err != nil {
+		return err
+	}
 	if err := r.dst.Sync(); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
-	for _, w := range r.pending {
+	batch, bytes := r.pending, r.bytes
+	r.pending, r.pendingBytes, r.lastCheckpoint = nil, 0, r.o.Now()
+	r.verifying = make(chan error, 1)
+	go func() { r.verifying <- r.readBack(batch, bytes) }()
+	return nil
+}
+
+// readBack reads batch back from the sink and checks it; if all is there, the Progress moves past it
+// (with bytes written) and OnCheckpoint is told.
+func (r *Receiver) readBack(batch []written, bytes uint64) error {
+	for _, w := range batch {
 		buf := r.buf[:w.r.Length]
 		if err := readFull(r.dst, buf, w.r.Offset); err != nil {
 			return fmt.Errorf("read back %s: %w", w.r, err)
@@ -241,8 +339,7 @@ func (r *Receiver) checkpoint() error {
 			return fmt.Errorf("%s: %w", w.r, ErrVerify)
 		}
 	}
-	r.done.Offset = r.pending[len(r.pending)-1].r.End()
-	r.pending, r.pendingBytes, r.lastCheckpoint = r.pending[:0], 0, r.o.Now()
+	r.done.Offset, r.done.Bytes = batch[len(batch)-1].r.End(), bytes
 	return r.notify()
 }
 
