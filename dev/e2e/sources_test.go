@@ -15,7 +15,7 @@ import (
 )
 
 // testClone clones a thin claim: the clone holds the source's data, lives on the source's node, and
-// writing to it leaves the source alone. (A thick clone is refused: testThickSnapshots.)
+// writing to it leaves the source alone. (A thick clone is a full copy: testThickSnapshots.)
 func testClone(t *testing.T) {
 	e := newEnv(t)
 	e.claim("src", thinClass, "1Gi", false, "")

@@ -16,13 +16,11 @@ import (
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 )
 
-// thickCloneRefused is what the PVC's ProvisioningFailed event says about a clone of a thick claim.
-const thickCloneRefused = "clone of a thick volume: take a VolumeSnapshot and restore from it (a full copy)"
-
 // testThickSnapshots: a VolumeSnapshot (class lvms-thick) of a thick claim is a copy-on-write
 // snapshot of the source's size; a claim restored from it holds the data of the snapshot's time and
 // survives deleting both the snapshot and the source (a full copy); a claim cloned from a thick
-// claim is refused with a ProvisioningFailed event that says how to copy instead.
+// claim is a full copy too (a plain LV, read from a snapshot of the source that is gone after), and
+// survives deleting the source.
 func testThickSnapshots(t *testing.T) {
 	fullSetOnly(t, "thick snapshots restored as full copies (8 to 9 min there)")
 	e := newEnv(t)
@@ -43,13 +41,20 @@ func testThickSnapshots(t *testing.T) {
 	t.Logf("VolumeSnapshot snap: restoreSize %s, LV %s (%s) on %s", restoreSize, snapLV.Status.VolumeID,
 		snapLV.Status.CurrentSize, node)
 
-	// A clone is refused while the source is there; its claim goes before the source can.
+	// A clone is a full copy: a plain LV with the source's data, and no snapshot left of the copy.
 	clone := newClaim("clone", thickClass, "64Mi")
 	clone.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
 	e.create(clone)
 	e.pod("clone-user", "clone", false, node, "cat /data/f")
-	e.waitEvent("clone", "ProvisioningFailed", thickCloneRefused)
-	e.deleteAll(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "clone-user"}}, clone)
+	if _, out := e.finished("clone-user"); strings.TrimSpace(out) != "e2e-data" {
+		t.Fatalf("cloned claim holds %q, want e2e-data", out)
+	}
+	_, cloneLV := e.volumeOf("clone")
+	if lvs := e.lvs(node); !strings.HasPrefix(lvAttr(lvs, cloneLV.Status.VolumeID), "-") ||
+		strings.Contains(lvs, "-image") || strings.Contains(lvs, "-restoring") {
+		t.Fatalf("clone LV %s on %s: want a plain LV and no image or -restoring LV left:\n%s",
+			cloneLV.Status.VolumeID, node, lvs)
+	}
 
 	// One pod overwrites the source and reads the restore: it holds the snapshot's data.
 	e.claim("restored", thickClass, "64Mi", false, "snap")
@@ -77,6 +82,10 @@ func testThickSnapshots(t *testing.T) {
 	}
 	if attr := lvAttr(lvs, restoredLV.Status.VolumeID); !strings.HasPrefix(attr, "-") {
 		t.Fatalf("restored LV %s has attributes %q, want a plain LV", restoredLV.Status.VolumeID, attr)
+	}
+	if attr := lvAttr(lvs, cloneLV.Status.VolumeID); !strings.HasPrefix(attr, "-") {
+		t.Fatalf("cloned LV %s has attributes %q after its source was deleted, want a plain LV",
+			cloneLV.Status.VolumeID, attr)
 	}
 	t.Logf("after deleting the snapshot and the source, lvs on %s:\n%s", node, lvs)
 	e.pod("reader", "restored", false, "", "cat /data/f")

@@ -35,11 +35,6 @@ type sanityRun struct {
 	passed, skipped int
 }
 
-// skipThickClone: a thick class refuses clones (InvalidArgument: a writable copy-on-write snapshot
-// would not survive its source; docs/csi.md). CLONE_VOLUME is a capability of the whole driver, which
-// clones in thin classes, so csi-sanity runs the clone spec in every run.
-const skipThickClone = "should create volume from an existing source volume"
-
 // TestSanity runs csi-sanity three times against one stack: thick filesystem volumes, thin
 // filesystem volumes (snapshots are thin snapshots there), and thick block volumes. csi-sanity decides
 // itself which specs apply from the capabilities the driver advertises; every spec that runs must pass
@@ -69,9 +64,9 @@ func TestSanity(t *testing.T) {
 	}
 	defer func() { _ = summaries.Close() }()
 	for _, r := range []sanityRun{
-		{name: "thick", deviceClass: "thick", accessType: "mount", skip: skipThickClone, passed: 72, skipped: 30},
+		{name: "thick", deviceClass: "thick", accessType: "mount", passed: 73, skipped: 29},
 		{name: "thin", deviceClass: "thin", accessType: "mount", passed: 73, skipped: 29},
-		{name: "block", deviceClass: "thick", accessType: "block", skip: skipThickClone, passed: 72, skipped: 30},
+		{name: "block", deviceClass: "thick", accessType: "block", passed: 73, skipped: 29},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			sum := runSanity(t, bin, s, r, filepath.Join(dir, r.name), outDir)

@@ -49,6 +49,38 @@ func TestGuestRestoreThickSnapshot(t *testing.T) {
 	}
 }
 
+// TestGuestCloneThickVolume: a clone of a live thick LV is a plain LV of its own with the source's
+// data, copied from a snapshot that is gone once the clone is made; it outlives its source.
+func TestGuestCloneThickVolume(t *testing.T) {
+	g := newGuestEnv(t)
+	ctx := t.Context()
+	const size = 16 << 20
+	orig, err := g.svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: "orig", DeviceClass: "thick", Size: size})
+	g.must(err)
+	g.must(fill(orig.Path, 'A', size))
+	clone, err := g.svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "clone", DeviceClass: "thick",
+		Source: "orig", Size: 2 * size})
+	g.must(err)
+	s := g.state()
+	lv, ok := s.LV("gvg", "clone")
+	if !ok || clone.Origin != "" || clone.ReadOnly || lv.Attr.IsSnapshot() || lv.Size != 2*size {
+		t.Errorf("clone %+v (lvm2: %+v), want a plain writable LV of 32 MiB", clone, lv)
+	}
+	for _, name := range []string{"clone-image", "clone-restoring"} {
+		if _, ok := s.LV("gvg", name); ok {
+			t.Errorf("LV %s is left behind", name)
+		}
+	}
+	g.must(fill(orig.Path, 'B', size))
+	g.must(g.svc.RemoveLV(ctx, "orig", "thick"))
+	data, err := readAll(clone.Path, size)
+	g.must(err)
+	if !bytes.Equal(data, bytes.Repeat([]byte{'A'}, size)) {
+		t.Errorf("the clone does not hold the source's data of its time (first bytes %q)", data[:16])
+	}
+	g.must(g.svc.RemoveLV(ctx, "clone", "thick"))
+}
+
 func fill(dev string, b byte, n int) error { return write(dev, bytes.Repeat([]byte{b}, n)) }
 
 // write writes data to the start of dev, synced.

@@ -74,9 +74,28 @@ func (s *Service) ListLVs(ctx context.Context, class string) ([]LV, error) {
 	return out, nil
 }
 
-// RemoveLV removes an LV lvmd created. Removing an LV that does not exist
-// succeeds without running a command.
+// RemoveLV removes an LV lvmd created, and what an interrupted restore or
+// clone by copy of it left (the -restoring LV it filled, the -image snapshot
+// a clone read its source from, which would keep the source from being
+// removed). Removing an LV that does not exist succeeds without running a
+// command.
 func (s *Service) RemoveLV(ctx context.Context, name, class string) error {
+	if err := s.removeOne(ctx, name, class); err != nil {
+		return err
+	}
+	for _, suffix := range []string{imageSuffix, restoringSuffix} {
+		if validateLVName(name+suffix) != nil {
+			continue // too long a name for lvm2: never made
+		}
+		if err := s.removeOne(ctx, name+suffix, class); err != nil {
+			return fmt.Errorf("remove LV %s: what a copy into it left: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// removeOne removes one LV lvmd created, if it exists.
+func (s *Service) removeOne(ctx context.Context, name, class string) error {
 	dc, err := s.classes.Config().DeviceClass(class)
 	if err == nil {
 		err = validateLVName(name)

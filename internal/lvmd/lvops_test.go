@@ -117,11 +117,6 @@ func TestSnapshots(t *testing.T) {
 			lvmd.ErrInvalidArgument,
 		},
 		{
-			"clone of a live thick LV (a writable COW snapshot would die with its origin)",
-			lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thick", Source: "thick", Size: gib},
-			lvmd.ErrInvalidArgument,
-		},
-		{
 			"read-only snapshot of COW snapshot (writable ones are restores by copy)",
 			lvmd.SnapshotRequest{Name: "s2", DeviceClass: "thick", Source: "cow", Size: mib, ReadOnly: true},
 			lvmd.ErrInvalidArgument,

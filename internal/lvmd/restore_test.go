@@ -94,3 +94,81 @@ func TestRestoreThickSnapshotCopies(t *testing.T) {
 		t.Errorf("snapshot of a snapshot: %v, want ErrInvalidArgument", err)
 	}
 }
+
+// TestCloneThickVolumeCopies: a clone of a live thick LV (a writable snapshot of it) is a full copy
+// of a read-only snapshot of the source taken for it (the image): the copy reads the image, the image
+// is removed before the copy takes the volume's name, and a failed copy leaves neither the image nor
+// an LV of that name; the retry completes it and a repeated request returns it.
+func TestCloneThickVolumeCopies(t *testing.T) {
+	f := lvmtest.New()
+	f.AddVG("vg", 10*gib, extent, lvm.Tag)
+	ex := &ddExec{LVM: f}
+	svc := serviceOn(t, ex)
+	ctx := t.Context()
+	if _, err := svc.CreateLV(ctx, lvmd.CreateLVRequest{Name: "vol", DeviceClass: "thick", Size: gib}); err != nil {
+		t.Fatal(err)
+	}
+	clone := lvmd.SnapshotRequest{Name: "copy", DeviceClass: "thick", Source: "vol", Size: 2 * gib}
+	names := func() []string {
+		t.Helper()
+		lvs, err := svc.ListLVs(ctx, "thick")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range lvs {
+			out = append(out, l.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	ex.fail = errors.New("dd: error reading: Input/output error")
+	if _, err := svc.CreateSnapshot(ctx, clone); err == nil {
+		t.Fatal("clone with a failing copy succeeded")
+	}
+	if got, want := names(), []string{"copy-restoring", "vol"}; !slices.Equal(got, want) {
+		t.Errorf("after a failed copy: LVs %q, want %q (no image, no LV named copy)", got, want)
+	}
+	lv, err := svc.CreateSnapshot(ctx, clone)
+	if err != nil {
+		t.Fatalf("retried clone: %v", err)
+	}
+	if lv.Name != "copy" || lv.Origin != "" || lv.ReadOnly || lv.Size != 2*gib ||
+		!slices.Contains(lv.Tags, "lvms.restored-from=vol") {
+		t.Errorf("clone %+v, want a writable plain LV copy of 2 GiB tagged lvms.restored-from=vol", lv)
+	}
+	if got, want := names(), []string{"copy", "vol"}; !slices.Equal(got, want) {
+		t.Errorf("after the clone: LVs %q, want %q", got, want)
+	}
+	wantDD := "dd if=/dev/mapper/vg-copy--image of=/dev/mapper/vg-copy--restoring bs=1M skip=0 seek=0 " +
+		"count=1073741824 iflag=direct,skip_bytes,count_bytes oflag=direct,seek_bytes conv=fsync,notrunc status=none"
+	if len(ex.dd) != 2 || ex.dd[1] != wantDD {
+		t.Errorf("dd runs %q, want two, the last %q", ex.dd, wantDD)
+	}
+	if _, err := svc.CreateSnapshot(ctx, clone); err != nil || len(ex.dd) != 2 {
+		t.Errorf("repeated clone: %v after %d copies, want the LV without another copy", err, len(ex.dd))
+	}
+	// A clone interrupted by a crash left its image (a snapshot of the source) and its -restoring
+	// LV, and was then abandoned: removing its volume removes them, so the source can go.
+	if _, err := svc.CreateSnapshot(ctx, lvmd.SnapshotRequest{Name: "gone-image", DeviceClass: "thick",
+		Source: "vol", Size: gib, ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateLV(
+		ctx,
+		lvmd.CreateLVRequest{Name: "gone-restoring", DeviceClass: "thick", Size: gib},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.RemoveLV(ctx, "gone", "thick"); err != nil {
+		t.Errorf("remove the abandoned clone: %v", err)
+	}
+	// The source can be removed: the clone does not depend on it.
+	if err := svc.RemoveLV(ctx, "vol", "thick"); err != nil {
+		t.Errorf("remove the source after its clone: %v", err)
+	}
+	if got, want := names(), []string{"copy"}; !slices.Equal(got, want) {
+		t.Errorf("LVs %q, want %q", got, want)
+	}
+}

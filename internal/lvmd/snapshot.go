@@ -30,20 +30,14 @@ type SnapshotRequest struct {
 	Tags []string
 }
 
-// ThickCloneRefused is why a writable snapshot of a live LV in a thick class (a
-// clone) is refused: a writable copy-on-write snapshot depends on its origin,
-// and removing the origin takes the snapshot with it, so a "clone" would not
-// survive its source.
-const ThickCloneRefused = "clone of a thick volume: take a VolumeSnapshot and restore from it (a full copy)"
-
 // CreateSnapshot creates a snapshot of an LV lvmd created: in a thin class a
 // thin snapshot in the same pool, active at once; in a thick class a read-only
 // copy-on-write snapshot of req.Size bytes. A snapshot of the same name and
 // source that exists already is returned. On a service whose state has been
 // read it runs exactly one lvm command. A writable snapshot of a thick
 // copy-on-write snapshot (restoring a VolumeSnapshot) is a copy instead, see
-// restoreByCopy; a writable snapshot of a live thick LV (a clone) is
-// ErrInvalidArgument (ThickCloneRefused).
+// restoreByCopy; so is a writable snapshot of a live thick LV (a clone), see
+// cloneByCopy.
 func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, error) {
 	dc, err := s.classes.Config().DeviceClass(req.DeviceClass)
 	if err == nil {
@@ -67,8 +61,11 @@ func (s *Service) CreateSnapshot(ctx context.Context, req SnapshotRequest) (LV, 
 
 	plan := func() (*change, *LV, error) { return s.planSnapshot(dc, req, tags) }
 	c, existing, err := s.withState(ctx, false, plan)
-	if errors.Is(err, errRestoreByCopy) {
+	switch {
+	case errors.Is(err, errRestoreByCopy):
 		return s.restoreByCopy(ctx, dc, req)
+	case errors.Is(err, errCloneByCopy):
+		return s.cloneByCopy(ctx, dc, req)
 	}
 	if err != nil || existing != nil {
 		return deref(existing), wrapf(err, "create snapshot %s of %s", req.Name, req.Source)
@@ -96,7 +93,7 @@ func (s *Service) planSnapshot(dc *DeviceClass, req SnapshotRequest, tags []stri
 	case src.Attr.IsSnapshot():
 		return nil, nil, fmt.Errorf("%w: %s is a copy-on-write snapshot", ErrInvalidArgument, src.FullName())
 	case !dc.IsThin() && !req.ReadOnly:
-		return nil, nil, fmt.Errorf("%w: %s", ErrInvalidArgument, ThickCloneRefused)
+		return nil, nil, errCloneByCopy
 	}
 	o := lvm.SnapshotOptions{
 		Name:     req.Name,

@@ -30,8 +30,9 @@ const EventOrphanLogicalVolume = "OrphanLogicalVolume"
 // DefaultOrphanInterval is how often OrphanReporter compares the LVs with the LogicalVolumes.
 const DefaultOrphanInterval = 5 * time.Minute
 
-// restoringSuffix is lvmd's name suffix of the LV a restore by copy fills before it renames it.
-const restoringSuffix = "-restoring"
+// copySuffixes are lvmd's name suffixes of the LVs a restore or clone by copy works with before the
+// copy takes its volume's name: the LV it fills, and the snapshot a clone reads its source from.
+var copySuffixes = map[string]string{"-restoring": "restore", "-image": "clone"}
 
 // LVLister lists the device classes and the LVs lvmd made in each; *lvmd.Service implements it.
 type LVLister interface {
@@ -215,18 +216,30 @@ func (r *OrphanReporter) candidates(ctx context.Context) ([]string, map[string]o
 		}
 		for _, lv := range items {
 			o := orphan{class: class, lv: lv}
-			if base, ok := strings.CutSuffix(lv.Name, restoringSuffix); ok {
-				if named[base] && !names[base] {
-					continue // a restore by copy in progress
-				}
-				o.why = " (the leftover of an interrupted restore of " + base + ")"
-			} else if named[lv.Name] {
+			base, what := copyOf(lv.Name)
+			switch {
+			case base != "" && named[base] && !names[base]:
+				continue // a restore or clone by copy in progress
+			case base != "":
+				o.why = " (the leftover of an interrupted " + what + " of " + base + ")"
+			case named[lv.Name]:
 				continue
 			}
 			out[o.key()] = o
 		}
 	}
 	return classes, out, nil
+}
+
+// copyOf returns the volume an LV of a restore or clone by copy works for, and which it is; "" for
+// another LV.
+func copyOf(name string) (base, what string) {
+	for suffix, w := range copySuffixes {
+		if b, ok := strings.CutSuffix(name, suffix); ok {
+			return b, w
+		}
+	}
+	return "", ""
 }
 
 // Describe implements prometheus.Collector.

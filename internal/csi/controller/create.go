@@ -101,7 +101,7 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 
 // fromSource fills spec for a clone of a volume or a restore of a snapshot, in the source's device
 // class. On the source's node, the node makes a thin snapshot in a thin class; in a thick class it
-// copies a snapshot (a restore) and refuses a clone (lvmd.ThickCloneRefused). A restore or clone
+// copies a snapshot (a restore) or a snapshot it takes of the source volume (a clone). A restore or clone
 // placed on another node (sourcePlacement) is a new LV there that its agent fills with a copy of the
 // source's data from the source node (spec.sourceNode). It returns the size, raised to the source's.
 func (s *Server) fromSource(ctx context.Context, src *csi.VolumeContentSource, req *csi.CreateVolumeRequest,

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,14 +15,13 @@ import (
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
-	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 )
 
 // TestThickSnapshotsAndClones drives snapshots and clones of a thick device class through the real
 // LogicalVolume reconciler and lvmd (node-lvmd, a 100 GiB volume group): a VolumeSnapshot is a
 // copy-on-write snapshot whose store holds a rewrite of the whole source, a snapshot the volume
-// group cannot hold is ResourceExhausted and says so, and a clone is refused (InvalidArgument) with
-// the way to a full copy, because a writable copy-on-write snapshot would not survive its source.
+// group cannot hold is ResourceExhausted and says so, and a clone is a full copy (a writable
+// copy-on-write snapshot would not survive its source) read from a snapshot of the source.
 func TestThickSnapshotsAndClones(t *testing.T) {
 	n := startLVMDNode(t, nodeLVMDThick)
 	thick := withParam(driver.ParamDeviceClass, "thick")
@@ -83,21 +83,32 @@ func TestThickSnapshotsAndClones(t *testing.T) {
 		}
 	})
 
-	t.Run("clone is refused with the way to a copy", func(t *testing.T) {
+	t.Run("clone is a full copy", func(t *testing.T) {
 		name := uniqueName("clone")
-		_, err := srv.CreateVolume(
-			testCtx(t),
-			createReq(name, onNode(nodeLVMDThick), thick, fromVolume(src.GetVolumeId())),
-		)
-		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), lvmd.ThickCloneRefused) {
-			t.Fatalf("clone of a thick volume: %v\nwant InvalidArgument with %q", err, lvmd.ThickCloneRefused)
+		vol := mustCreate(t, createReq(name, onNode(nodeLVMDThick), thick, fromVolume(src.GetVolumeId())))
+		if vol.GetCapacityBytes() != 1028*mib || vol.GetContentSource().GetVolume().GetVolumeId() != src.GetVolumeId() {
+			t.Errorf("clone %+v, want 1028 MiB from %s", vol, src.GetVolumeId())
 		}
-		t.Logf("event: failed to provision volume with StorageClass %q: %v", "lvms-thick", err)
-		if lv := getLV(t, name); lv != nil && lv.DeletionTimestamp == nil {
-			t.Errorf("the refused clone's LogicalVolume was kept")
+		st, err := lvm.New(n.fake).State(t.Context())
+		if err != nil {
+			t.Fatal(err)
 		}
-		if _, err := n.svc.GetLV(t.Context(), name, "thick"); err == nil {
-			t.Errorf("an LV was made for the refused clone")
+		lv, ok := st.LV("vg", vol.GetVolumeId())
+		if !ok || lv.Attr.IsSnapshot() || !lv.Attr.Writable() || lv.Origin != "" {
+			t.Errorf("clone LV %+v (found %v), want a writable LV of its own, no snapshot", lv, ok)
+		}
+		for _, l := range st.LVs {
+			if strings.HasSuffix(l.Name, "-image") || strings.HasSuffix(l.Name, "-restoring") {
+				t.Errorf("LV %s left behind by the clone", l.Name)
+			}
+		}
+		if !slices.ContainsFunc(n.fake.Calls(), func(c string) bool {
+			return strings.HasPrefix(
+				c,
+				"dd if=/dev/mapper/vg-"+strings.ReplaceAll(vol.GetVolumeId(), "-", "--")+"--image ",
+			)
+		}) {
+			t.Errorf("no copy from the clone's image among the commands %q", n.fake.Calls())
 		}
 	})
 }

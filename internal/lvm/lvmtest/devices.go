@@ -2,6 +2,7 @@ package lvmtest
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
@@ -81,4 +82,43 @@ func (f *LVM) blockdev(argv []string) (string, int, string) {
 		size = o.Size
 	}
 	return strconv.FormatUint(size, 10) + "\n", 0, ""
+}
+
+// dd plays `dd if=<device> of=<device> ... skip=N seek=N count=N ...` between LV devices (a copy in
+// chunks with byte offsets, as lvmd copies a volume): both devices must exist, the target must be
+// writable, and the range must lie within both (a copy-on-write snapshot's device is as large as
+// its origin).
+func (f *LVM) dd(argv []string) (string, int, string) {
+	kv := map[string]string{}
+	for _, a := range argv {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			kv[k] = v
+		}
+	}
+	src, ok := f.device(kv["if"], false)
+	if !ok {
+		return "", 1, "dd: failed to open '" + kv["if"] + "': No such file or directory"
+	}
+	dst, ok := f.device(kv["of"], false)
+	if !ok {
+		return "", 1, "dd: failed to open '" + kv["of"] + "': No such file or directory"
+	}
+	if !dst.Attr.Writable() {
+		return "", 1, "dd: failed to open '" + kv["of"] + "': Read-only file system"
+	}
+	var n [3]uint64
+	for i, k := range []string{"skip", "seek", "count"} {
+		var err error
+		if n[i], err = strconv.ParseUint(kv[k], 10, 64); err != nil {
+			return "", 1, "lvmtest: dd needs skip=, seek= and count= in bytes"
+		}
+	}
+	size := src.Size
+	if o, ok := f.state.LV(src.VGName, src.Origin); ok && src.Attr.IsSnapshot() {
+		size = o.Size
+	}
+	if n[0]+n[2] > size || n[1]+n[2] > dst.Size {
+		return "", 1, "dd: error writing '" + kv["of"] + "': No space left on device"
+	}
+	return "", 0, ""
 }

@@ -1,5 +1,5 @@
 // Package lvmtest is the one in-memory lvm2 of the unit tests: an exec.Executor that runs the lvm2
-// commands the lvm Client builds (and blkdiscard and blockdev on LV devices) against an
+// commands the lvm Client builds (and blkdiscard, blockdev and dd on LV devices) against an
 // lvm.State, changed by the same state model (lvm.State.Apply) that lvmd's cache uses. It reports
 // with `lvm fullreport`'s JSON, refuses with lvm2's exit codes and messages, so internal/lvm
 // classifies its failures like real ones, and records every command, so tests can count them.
@@ -225,6 +225,8 @@ func (f *LVM) run(c exec.Cmd) (string, int, string) {
 		return f.blkdiscard(c.Args)
 	case "blockdev":
 		return f.blockdev(c.Args)
+	case "dd":
+		return f.dd(c.Args)
 	}
 	if c.Name != lvm.Command || len(c.Args) == 0 {
 		return "", 127, c.Name + ": command not found in lvmtest"
