@@ -83,7 +83,7 @@ func (s *Service) RemoveLV(ctx context.Context, name, class string) error {
 	if err := s.removeOne(ctx, name, class); err != nil {
 		return err
 	}
-	for _, suffix := range []string{imageSuffix, restoringSuffix} {
+	for _, suffix := range []string{ImageSuffix, RestoringSuffix} {
 		if validateLVName(name+suffix) != nil {
 			continue // too long a name for lvm2: never made
 		}

@@ -17,11 +17,12 @@ var errRestoreByCopy = errors.New("source is a copy-on-write snapshot: restore b
 // CreateSnapshot hands the request to cloneByCopy.
 var errCloneByCopy = errors.New("clone of a thick volume: clone by copy")
 
-// imageSuffix names the read-only snapshot a clone by copy reads the source from.
-const imageSuffix = "-image"
+// ImageSuffix names the read-only snapshot a clone by copy reads the source from (the node agent's
+// orphan reporter knows it too).
+const ImageSuffix = "-image"
 
-// restoringSuffix names the LV a restore by copy fills before it takes the volume's name.
-const restoringSuffix = "-restoring"
+// RestoringSuffix names the LV a restore or clone by copy fills before it takes the volume's name.
+const RestoringSuffix = "-restoring"
 
 // restoredFromTag marks an LV that restoreByCopy filled from the snapshot source.
 func restoredFromTag(source string) string { return "lvms.restored-from=" + source }
@@ -48,7 +49,7 @@ func (s *Service) restoreByCopy(ctx context.Context, dc *DeviceClass, req Snapsh
 // the -restoring LV, which the next attempt uses again. While it copies, the clone needs free space
 // for itself and for the image.
 func (s *Service) cloneByCopy(ctx context.Context, dc *DeviceClass, req SnapshotRequest) (LV, error) {
-	image := req.Name + imageSuffix
+	image := req.Name + ImageSuffix
 	if _, err := s.CreateSnapshot(ctx, SnapshotRequest{Name: image, DeviceClass: dc.Name, Source: req.Source,
 		Size: req.Size, ReadOnly: true, Tags: req.Tags}); err != nil {
 		return LV{}, fmt.Errorf("clone %s into %s: the snapshot to copy from: %w", req.Source, req.Name, err)
@@ -66,7 +67,7 @@ func (s *Service) cloneByCopy(ctx context.Context, dc *DeviceClass, req Snapshot
 // fillCopy creates <req.Name>-restoring, tagged restoredFromTag(req.Source), and copies LV from of
 // the class into it.
 func (s *Service) fillCopy(ctx context.Context, dc *DeviceClass, req SnapshotRequest, from string) error {
-	tmp := req.Name + restoringSuffix
+	tmp := req.Name + RestoringSuffix
 	lv, err := s.CreateLV(ctx, CreateLVRequest{
 		Name: tmp, DeviceClass: dc.Name, Size: req.Size,
 		Tags: append(slices.Clone(req.Tags), restoredFromTag(req.Source)),
@@ -79,7 +80,7 @@ func (s *Service) fillCopy(ctx context.Context, dc *DeviceClass, req SnapshotReq
 
 // finishCopy renames the filled <req.Name>-restoring to req.Name and returns it.
 func (s *Service) finishCopy(ctx context.Context, dc *DeviceClass, req SnapshotRequest) (LV, error) {
-	if err := s.renameLV(ctx, dc, req.Name+restoringSuffix, req.Name); err != nil {
+	if err := s.renameLV(ctx, dc, req.Name+RestoringSuffix, req.Name); err != nil {
 		err = fmt.Errorf("copy %s into %s: %w", req.Source, req.Name, err)
 		return LV{}, s.refreshAfterFailure(ctx, err)
 	}

@@ -32,7 +32,7 @@ const DefaultOrphanInterval = 5 * time.Minute
 
 // copySuffixes are lvmd's name suffixes of the LVs a restore or clone by copy works with before the
 // copy takes its volume's name: the LV it fills, and the snapshot a clone reads its source from.
-var copySuffixes = map[string]string{"-restoring": "restore", "-image": "clone"}
+var copySuffixes = map[string]string{lvmd.RestoringSuffix: "restore", lvmd.ImageSuffix: "clone"}
 
 // LVLister lists the device classes and the LVs lvmd made in each; *lvmd.Service implements it.
 type LVLister interface {
