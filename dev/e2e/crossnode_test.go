@@ -36,7 +36,7 @@ var sumLine = regexp.MustCompile(`sum=([0-9a-f]{64})`)
 // TestCrossNodeRestore restores snapshots, and clones claims, on the other node than their source's,
 // where the restoring pod must run, with the LVMCluster's spec.transfer.crossNode Enabled: the operator places the restore on the node
 // the scheduler selected and the node agents copy the snapshot's data there over the local
-// cluster's node-to-node relay (about 0.5 MB/s: the volumes are small). The data read on the other
+// cluster's network between the nodes (a few MB/s: the volumes are small). The data read on the other
 // node is the snapshot's (sha256 of the whole device for Block, of the files for Filesystem), the
 // thin copy moves only what is allocated, and the claim says what happened in its events. Then
 // TestCrossNodeRestore/faults kills both agents mid-copy.

@@ -65,14 +65,13 @@ fetch node $SMALL busybox nsenter --target=1 --net --
 `
 
 // TestNodeNetwork shows that TCP crosses nodes, which the node agents' transfers between nodes
-// need: a pod on each node fetches from a pod on the other node by pod IP (no network joins the
-// UML guests; each node's netfilter hands the connection to its bridge and the host relays it
-// over the other node's bridge). In each direction the client pod fetches E2E_NODENET_BYTES
+// need: a pod on each node fetches from a pod on the other node by pod IP, over the nodes' own
+// network (each guest's eth0 on the supervisor's switch, docs/real-nodes.md). In each direction the client pod fetches E2E_NODENET_BYTES
 // (default 8 MiB) of random bytes, then four smaller fetches at once, then one from the node's
 // own network namespace; every fetch's byte count and SHA-256 equal what the server sent, and
 // each one's throughput is logged. A client half-closes once it has sent its request, so a long
-// fetch (E2E_NODENET_BYTES=268435456 takes about 10 min) also shows that a half-closed connection
-// keeps receiving: a bridge stream used to be reset 5 min after its half-close.
+// fetch (E2E_NODENET_BYTES=268435456 takes about 8 min, bound by the shell tools at both ends)
+// also shows that a half-closed connection keeps receiving.
 func TestNodeNetwork(t *testing.T) {
 	fullSetOnly(t, "pod traffic between the nodes in both directions")
 	e := connect(t)

@@ -4,11 +4,12 @@
 # PROVING-GROUND §D for why each step is here.
 #
 # Environment (set by dev/internal/devcluster): NODE_NAME, NODE_IP (10.100.0.N, the kubelet's
-# --node-ip), POD_CIDR, POD_NET (every node's pod networks, 10.244.0.0/16), NODE_DIR (host dir with
+# --node-ip), POD_CIDR, NODE_DIR (host dir with
 # kubeconfig, kubelet.yaml, containerd.toml, cni/), KUBELET, GUESTBRIDGE, API_TARGET (host
-# 127.0.0.1:<apiserver port>), API_PORT (guest port of the bridged apiserver), REDIRECT_PORT
-# (guestbridge's listener for TCP to other nodes' pods), IMAGES (colon-separated OCI archives to
-# import), LOG_DIR (shared with the host), LOG_PREFIX (e.g. node-0).
+# 127.0.0.1:<apiserver port>), API_PORT (guest port of the bridged apiserver), LINK_ADDR (eth0's
+# address on the network between the nodes, e.g. 10.101.0.1/24), LINK_ROUTES (space-separated
+# CIDR=GATEWAY: each other node's pod network and its link address), IMAGES (colon-separated OCI
+# archives to import), LOG_DIR (shared with the host), LOG_PREFIX (e.g. node-0).
 # Logs: $LOG_DIR/$LOG_PREFIX-{containerd,kubelet,guestbridge}.log.
 set -u
 
@@ -68,26 +69,17 @@ for chain in PREROUTING OUTPUT; do
 	iptables -t nat -A "$chain" -d 10.0.0.1/32 -p tcp --dport 443 \
 		-j DNAT --to-destination "127.0.0.1:$API_PORT" || fail "DNAT in $chain"
 done
-# Other nodes' pods: no network joins the guests, so TCP from this node or its pods to another
-# node's pod network goes to guestbridge's -redirect listener, which asks the host for a stream
-# to the original destination; the host carries it over the owning node's bridge. The node's own
-# pod network stays on cni0. The route only lets the node's own connections start (the DNAT
-# re-routes them to lo); anything else to other nodes' pods is unreachable, as before.
-ip route add "$POD_NET" dev lo src "$NODE_IP" || fail "route to other nodes' pods"
-for table in nat filter; do
-	iptables -t "$table" -N LVMS-NODE-NET || fail "chain LVMS-NODE-NET in $table"
-	iptables -t "$table" -A LVMS-NODE-NET -d "$POD_CIDR" -j RETURN || fail "own pod network in $table"
-done
-iptables -t nat -A LVMS-NODE-NET -p tcp -j DNAT --to-destination "127.0.0.1:$REDIRECT_PORT" ||
-	fail "DNAT of other nodes' pods"
-iptables -A LVMS-NODE-NET -j REJECT --reject-with icmp-net-unreachable || fail "REJECT of other nodes' pods"
-for hook in nat:PREROUTING nat:OUTPUT filter:FORWARD filter:OUTPUT; do
-	iptables -t "${hook%%:*}" -A "${hook#*:}" -d "$POD_NET" -j LVMS-NODE-NET || fail "LVMS-NODE-NET in $hook"
+# Other nodes' pods: eth0 is on the network between the nodes (the supervisor's switch; see
+# docs/real-nodes.md), and each other node's pod network and node IP are routed to that node's
+# address there. The node's own pod network stays on cni0.
+ip link set eth0 up || fail "eth0 up"
+ip addr add "$LINK_ADDR" dev eth0 || fail "eth0 address"
+for r in $LINK_ROUTES; do
+	ip route add "${r%%=*}" via "${r#*=}" dev eth0 || fail "route $r"
 done
 log "kernel, mounts and network set up ($(elapsed))"
 
 "$GUESTBRIDGE" -tty /dev/ttyS1 -forward "127.0.0.1:$API_PORT=$API_TARGET" -allow-net "$POD_CIDR" \
-	-redirect "127.0.0.1:$REDIRECT_PORT" \
 	-ready /run/lvms-node/bridge.ready >>"$LOG_DIR/$LOG_PREFIX-guestbridge.log" 2>&1 &
 bridge=$!
 containerd --config "$NODE_DIR/containerd.toml" >>"$LOG_DIR/$LOG_PREFIX-containerd.log" 2>&1 &

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/lvm-operator/lvm-operator/dev/internal/devcluster/umlswitch"
 )
 
 // Port names in State.Ports.
@@ -44,6 +46,8 @@ type cluster struct {
 	http     *http.Client
 	// egress is the apiserver's way into the nodes (nil until prepareRealNodes).
 	egress *egressProxy
+	// nodeNet is the Ethernet switch between the guests (nil until prepareRealNodes).
+	nodeNet *umlswitch.Switch
 	// forward carries the scheduler's extender calls into the cluster (nil without the extender).
 	forward *serviceForward
 }

@@ -8,8 +8,9 @@
 // its init runs hack/uml/real-node.sh, which starts guestbridge (the guest reaches the apiserver
 // at its own 127.0.0.1:6443 over a serial line, package bridge), containerd with crun, imports
 // the OCI archives of _output/images and starts the real kubelet. The apiserver reaches the
-// kubelets and pods through an egress proxy over the same bridges, and relays the nodes' TCP to
-// each other's pods over them (guests have no network between them). The product is installed
+// kubelets and pods through an egress proxy over the same bridges. The nodes reach each other's
+// pods over an Ethernet network of their own, a switch in the supervisor (package umlswitch)
+// that no host address is part of. The product is installed
 // from config/default, its image pinned by digest, as a user installs it.
 //
 // `up` builds the binaries, then starts `lvms-dev supervise` detached: the supervisor owns every

@@ -55,8 +55,7 @@ type nodeBridge interface {
 // egressProxy is the host's way into the real nodes: an HTTP CONNECT proxy on a unix socket
 // for the apiserver's "cluster" egress. CONNECT nodeIP(i):port is carried to port on node i's
 // loopback, CONNECT <pod IP in podCIDR(i)>:port to that pod address inside node i; everything
-// else is refused. Nothing is ever dialed on the host. The same routes carry the nodes' traffic
-// to each other's pods (relayFrom).
+// else is refused. Nothing is ever dialed on the host.
 type egressProxy struct {
 	mu       sync.Mutex
 	sessions map[int]nodeBridge

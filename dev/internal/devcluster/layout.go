@@ -86,3 +86,6 @@ func (l Layout) NodeDir(node string) string { return filepath.Join(l.Nodes(), no
 
 // EgressSocket is the apiserver's egress proxy to the nodes (HTTP CONNECT).
 func (l Layout) EgressSocket() string { return filepath.Join(l.Dir, "egress.sock") }
+
+// NodeNetSocket is the control socket of the Ethernet switch between the nodes (umlswitch).
+func (l Layout) NodeNetSocket() string { return filepath.Join(l.Dir, "nodenet.ctl") }

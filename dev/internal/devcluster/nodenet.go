@@ -1,57 +1,64 @@
 package devcluster
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"strings"
+	"time"
 
-	"github.com/lvm-operator/lvm-operator/dev/internal/devcluster/bridge"
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/lvm-operator/lvm-operator/dev/internal/devcluster/umlswitch"
 )
 
-// guestRedirectPort is where guestbridge listens in every guest (-redirect) for the node's TCP
-// to the other nodes' pod networks: hack/uml/real-node.sh has netfilter DNAT every TCP
-// connection from the node or its pods to an address in podNet outside the node's own podCIDR to
-// 127.0.0.1:guestRedirectPort. guestbridge reads each connection's original destination and
-// asks the host for a stream to it; relayFrom carries that over the owning node's bridge.
-const guestRedirectPort = 15001
+// linkNet is the Ethernet network between the nodes: node i's eth0 has linkAddr(i), attached
+// to the supervisor's switch (umlswitch, UML's daemon transport over unix datagrams), and every
+// node routes each other node's pod network to that node's link address. Nothing on the host has
+// an address in it: the frames are datagrams between the guests' kernels and the supervisor.
+// That carries the node agents' transfers at the speed of the guests' network stacks, instead of
+// the serial line each node shares with its API traffic.
+var linkNet = netip.MustParsePrefix("10.101.0.0/24")
 
-// relayFrom is the bridge.Options.Relay of node from's bridge: the guests have no network
-// between them, so a connection node from's guest opens to a pod address of another node is
-// carried over that node's bridge to the pod address inside it, the way the egress proxy reaches
-// pods. Only pod addresses of other nodes that are up are served; nothing is dialed on the host.
-// Each connection is two bridge streams joined on the host: any port, both directions with their
-// half-closes, each line's flow control pacing a transfer end to end.
-func (p *egressProxy) relayFrom(from int) bridge.RelayFunc {
-	return func(ctx context.Context, target netip.AddrPort) (net.Conn, error) {
-		node, err := relayNode(from, target)
-		if err != nil {
-			return nil, err
-		}
-		s := p.session(node)
-		if s == nil {
-			return nil, fmt.Errorf("%s: no bridge to node %d", target, node)
-		}
-		c, err := s.Dial(ctx, target.String())
-		if err != nil {
-			return nil, fmt.Errorf("node %d: %w", node, err)
-		}
-		return c, nil
-	}
+func linkAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 101, 0, byte(i + 1)}) }
+
+// linkPrefix is node i's address on linkNet with the network's length (the form "ip addr" takes).
+func linkPrefix(i int) netip.Prefix { return netip.PrefixFrom(linkAddr(i), linkNet.Bits()) }
+
+// linkMAC is node i's eth0 address: locally administered, unicast, unique per node.
+func linkMAC(i int) net.HardwareAddr {
+	return net.HardwareAddr{0x02, 0x4c, 0x56, 0x4d, 0x00, byte(i + 1)}
 }
 
-// relayNode is the node whose pods have target, which node from may reach through the host.
-func relayNode(from int, target netip.AddrPort) (int, error) {
-	ip := target.Addr().Unmap()
-	if !ip.Is4() || !podNet.Contains(ip) {
-		return 0, fmt.Errorf("%s is not a pod address", target)
+// linkRoutes is node i's routes to the other nodes' pod networks and node IPs for
+// hack/uml/real-node.sh: space-separated "CIDR=GATEWAY" pairs.
+func (c *cluster) linkRoutes(i int) string {
+	var routes []string
+	for j := range c.cfg.Nodes {
+		if j != i {
+			gw := linkAddr(j).String()
+			routes = append(routes, podCIDR(j).String()+"="+gw, netip.PrefixFrom(nodeIP(j), 32).String()+"="+gw)
+		}
 	}
-	node := podNode(ip)
-	if node == from {
-		return 0, fmt.Errorf("%s is in node %d's own pod network", target, from)
+	return strings.Join(routes, " ")
+}
+
+// startNodeNet starts the switch between the nodes, logging to logs/nodenet.log.
+func startNodeNet(l Layout) (*umlswitch.Switch, error) {
+	logFile, err := os.OpenFile(l.Log("nodenet"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open node network log: %w", err)
 	}
-	if node < 0 {
-		return 0, fmt.Errorf("%s is in no node's pod network", target)
+	// The switch's logger keeps writing to the file until the supervisor exits.
+	log := funcr.New(
+		func(prefix, args string) { fmt.Fprintln(logFile, time.Now().Format(time.RFC3339Nano), prefix, args) },
+		funcr.Options{Verbosity: 1},
+	)
+	s, err := umlswitch.Listen(l.NodeNetSocket(), log)
+	if err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("node network: %w", err)
 	}
-	return node, nil
+	return s, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/lvm-operator/lvm-operator/dev/internal/devcluster/bridge"
+	"github.com/lvm-operator/lvm-operator/dev/internal/devcluster/umlswitch"
 	"github.com/lvm-operator/lvm-operator/dev/internal/uml"
 )
 
@@ -95,6 +96,7 @@ func (c *cluster) bootGuest(i int) (*guest, error) {
 		Disks:   disks, MemoryMiB: c.cfg.MemoryMiB, Stdout: g.console, ShowBoot: true,
 		SharedDirs:  []string{c.l.Logs()},
 		SerialLines: []uml.SerialLine{{Index: 1, File: g.guestEnd}},
+		KernelArgs:  []string{umlswitch.KernelArg(0, linkMAC(i), c.l.NodeNetSocket())},
 		HackDir:     hackDir, TempDir: c.l.Guests(),
 	}
 	gctx, cancel := context.WithCancel(context.Background())
@@ -131,9 +133,6 @@ func (c *cluster) connect(ctx context.Context, g *guest) error {
 		funcr.Options{Verbosity: 1},
 	)
 	opts := bridge.Options{Allow: []string{"127.0.0.1:" + c.port(portAPIServer)}, Log: log}
-	if c.egress != nil {
-		opts.Relay = c.egress.relayFrom(g.index) // the node's TCP to other nodes' pods
-	}
 	h, err := bridge.Host(hctx, g.line, opts)
 	g.line = nil // Host owns it now
 	if err != nil {

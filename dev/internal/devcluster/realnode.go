@@ -160,13 +160,14 @@ func (c *cluster) realNodeEnv(i int, node, prefix string) map[string]string {
 		"NODE_DIR": c.l.NodeDir(node), "LOG_DIR": c.l.Logs(), "LOG_PREFIX": prefix,
 		"KUBELET": c.kube("kubelet"), "GUESTBRIDGE": c.cfg.GuestBridge,
 		"API_TARGET": "127.0.0.1:" + c.port(portAPIServer), "API_PORT": fmt.Sprint(GuestAPIPort),
-		"POD_NET": podNet.String(), "REDIRECT_PORT": fmt.Sprint(guestRedirectPort),
+		"LINK_ADDR": linkPrefix(i).String(), "LINK_ROUTES": c.linkRoutes(i),
 		"IMAGES": strings.Join(c.cfg.Images, ":"),
 	}
 }
 
 // prepareRealNodes writes every node's configuration and the apiserver's egress
-// configuration, and starts the egress proxy the apiserver will use.
+// configuration, and starts the egress proxy the apiserver will use and the network between the
+// nodes.
 func (c *cluster) prepareRealNodes() error {
 	return c.step("node configs, egress proxy", func() error {
 		for i := range c.cfg.Nodes {
@@ -183,7 +184,10 @@ func (c *cluster) prepareRealNodes() error {
 			return fmt.Errorf("open egress proxy log: %w", err)
 		}
 		// The proxy's logger keeps writing to the file until the supervisor exits.
-		c.egress, err = startEgressProxy(c.l.EgressSocket(), logFile)
+		if c.egress, err = startEgressProxy(c.l.EgressSocket(), logFile); err != nil {
+			return err
+		}
+		c.nodeNet, err = startNodeNet(c.l)
 		return err
 	})
 }

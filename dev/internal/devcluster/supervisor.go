@@ -98,7 +98,7 @@ func (c *cluster) start(ctx context.Context) error {
 }
 
 // teardown stops the guests, then the host processes in reverse order, and removes the egress
-// proxy's socket.
+// proxy's and the node network's sockets.
 func (c *cluster) teardown() error {
 	errs := []error{c.stopNodes(), c.stopAll()}
 	if c.forward != nil {
@@ -107,6 +107,10 @@ func (c *cluster) teardown() error {
 	if c.egress != nil {
 		c.egress.close()
 		_ = os.Remove(c.l.EgressSocket())
+	}
+	if c.nodeNet != nil {
+		errs = append(errs, c.nodeNet.Close())
+		_ = os.Remove(c.l.NodeNetSocket())
 	}
 	return errors.Join(errs...)
 }

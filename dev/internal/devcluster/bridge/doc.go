@@ -28,14 +28,9 @@
 // dial, answered with "ok" or an error. A side only ever dials loopback IP addresses (127.0.0.0/8
 // or ::1), and only those in [Options.Allow] when that is set, plus addresses in
 // [Options.AllowNets] (networks inside its own namespaces, e.g. a guest's pod network); every
-// other request is refused and reported to the opener, unless [Options.Relay] is set: then the
-// side hands requests for other addresses to it, which connects them from elsewhere without
-// dialing (the host joins the stream to one over another guest's bridge). Host names,
-// "localhost" included, are refused, so no lookup ever leaves the machine. Listeners
-// ([Options.Forward], [Session.Forward], [Session.ForwardRedirected]) bind loopback addresses
-// only; a redirect listener takes connections the guest's netfilter redirected to it and asks
-// for a stream to each one's original destination, which is how a guest node's TCP reaches
-// other guests' pods through the host.
+// other request is refused and reported to the opener. Host names, "localhost" included, are
+// refused, so no lookup ever leaves the machine. Listeners ([Options.Forward], [Session.Forward])
+// bind loopback addresses only.
 //
 // Connections end the way TCP does: when one end stops sending, the other end's reads see EOF
 // while the opposite direction keeps flowing, and a connection goes away when both directions

@@ -167,7 +167,7 @@ func closeWrite(c io.Closer) error {
 }
 
 // abort ends c in both directions at once and wakes its blocked calls. For a TCP connection that
-// is Close; a bridge stream (a relayed connection) is also woken by the deadline, since its Close
+// is Close; a bridge stream is also woken by the deadline, since its Close
 // only ends the sending half.
 func abort(c net.Conn) {
 	_ = c.SetDeadline(time.Now())

@@ -41,11 +41,6 @@ type Options struct {
 	// literal: networks that exist only inside this side's own namespaces, such as a guest
 	// node's pod network (the host reaches a webhook pod there).
 	AllowNets []netip.Prefix
-	// Relay, when set, serves the other side's requests for addresses that are neither loopback
-	// nor in AllowNets: instead of dialing, this side asks Relay for a connection to target from
-	// elsewhere, such as a stream over another guest's bridge (see [RelayFunc]). Its error is
-	// the refusal the other side sees.
-	Relay RelayFunc
 	// Log receives per-connection errors and, at V(1), connection events. The zero Logger
 	// discards.
 	Log logr.Logger
@@ -66,12 +61,8 @@ type Session struct {
 	log         logr.Logger
 	allow       map[string]bool
 	allowNets   []netip.Prefix
-	relay       RelayFunc
 	dialTimeout time.Duration
 	handshake   time.Duration
-	// originalDst reads where a redirected connection was headed (ForwardRedirected); tests
-	// replace it.
-	originalDst func(net.Conn) (netip.AddrPort, error)
 
 	mu        sync.Mutex
 	closed    bool
@@ -113,8 +104,6 @@ func start(line io.ReadWriteCloser, server bool, allow map[string]bool, opts Opt
 		log:         opts.Log,
 		allow:       allow,
 		allowNets:   opts.AllowNets,
-		relay:       opts.Relay,
-		originalDst: originalDst,
 		dialTimeout: opts.DialTimeout,
 		handshake:   opts.HandshakeTimeout,
 		done:        make(chan struct{}),
@@ -356,7 +345,7 @@ func (s *Session) serveStream(st *yamux.Stream) {
 	s.pipe(c, st, target)
 }
 
-// dialLocal dials target for the other side if the policy allows it, or has Relay connect it.
+// dialLocal dials target for the other side if the policy allows it.
 func (s *Session) dialLocal(target string) (net.Conn, error) {
 	ap, err := parseIPPort(target, false)
 	if err != nil {
@@ -366,8 +355,6 @@ func (s *Session) dialLocal(target string) (net.Conn, error) {
 	local := ap.Addr().IsLoopback() ||
 		slices.ContainsFunc(s.allowNets, func(p netip.Prefix) bool { return p.Contains(ap.Addr()) })
 	switch {
-	case !local && s.relay != nil:
-		return s.relayTo(ap)
 	case !local:
 		return nil, fmt.Errorf("address %q: %w", target, ErrNotLoopback)
 	case ap.Addr().IsLoopback() && s.allow != nil && !s.allow[canon]:

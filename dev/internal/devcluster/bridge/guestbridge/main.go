@@ -5,11 +5,7 @@
 //
 // Each -forward LISTEN=TARGET listens on the guest's LISTEN and carries connections to the host's
 // TARGET; the host may dial any guest loopback address, or only those given with -allow, and
-// addresses in the networks given with -allow-net (e.g. the guest's pod network). -redirect
-// LISTEN listens on the guest's LISTEN for connections the guest's netfilter redirected there
-// (iptables DNAT) and asks the host for a stream to each one's original destination: a node's
-// TCP to other nodes' pod addresses, which the host relays over their bridges. It
-// prints "guestbridge: ready" to stderr (and creates the -ready file) once the host has answered
+// addresses in the networks given with -allow-net (e.g. the guest's pod network). It prints "guestbridge: ready" to stderr (and creates the -ready file) once the host has answered
 // and the listeners are open, and runs until the line ends (exit 1) or SIGTERM/SIGINT (exit 0).
 // Build it with CGO_ENABLED=0 so it runs in any guest.
 package main
@@ -43,7 +39,6 @@ func (l *listFlag) Set(v string) error {
 
 type config struct {
 	tty       string
-	redirect  string
 	ready     string
 	wait      time.Duration
 	verbosity int
@@ -58,12 +53,6 @@ func parseFlags(args []string) (config, error) {
 	fs.Var(&forward, "forward", "LISTEN=TARGET: carry connections to guest LISTEN to host TARGET (repeatable)")
 	fs.Var(&allow, "allow", "guest address the host may dial (repeatable; default: any loopback address)")
 	fs.Var(&allowNets, "allow-net", "non-loopback guest network (CIDR) the host may dial addresses in (repeatable)")
-	fs.StringVar(
-		&c.redirect,
-		"redirect",
-		"",
-		"LISTEN: carry connections netfilter redirected to guest LISTEN to their original destinations through the host",
-	)
 	fs.StringVar(&c.ready, "ready", "", "file to create once the bridge is up")
 	fs.DurationVar(&c.wait, "wait", 5*time.Minute, "how long to wait for the host to answer")
 	fs.IntVar(&c.verbosity, "v", 0, "log verbosity (1 logs every connection)")
@@ -104,11 +93,6 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer s.Close()
-	if c.redirect != "" {
-		if _, err := s.ForwardRedirected(c.redirect); err != nil {
-			return err
-		}
-	}
 	if c.ready != "" {
 		if err := os.WriteFile(c.ready, []byte("ready\n"), 0o644); err != nil {
 			return fmt.Errorf("write ready file: %w", err)

@@ -14,18 +14,16 @@ func TestParseFlags(t *testing.T) {
 		wantTTY     string
 		wantForward map[string]string
 		wantAllow   []string
-		wantRedir   string
 		wantErr     string
 	}{
 		{name: "defaults", wantTTY: "/dev/ttyS1", wantForward: map[string]string{}},
 		{
 			name: "forwards and allows",
 			args: []string{"-tty", "/dev/ttyS2", "-forward", "127.0.0.1:6443=127.0.0.1:36443",
-				"-forward", "127.0.0.1:8080=127.0.0.1:80", "-allow", "127.0.0.1:9808", "-redirect", "127.0.0.1:15001"},
+				"-forward", "127.0.0.1:8080=127.0.0.1:80", "-allow", "127.0.0.1:9808"},
 			wantTTY:     "/dev/ttyS2",
 			wantForward: map[string]string{"127.0.0.1:6443": "127.0.0.1:36443", "127.0.0.1:8080": "127.0.0.1:80"},
 			wantAllow:   []string{"127.0.0.1:9808"},
-			wantRedir:   "127.0.0.1:15001",
 		},
 		{name: "forward without target", args: []string{"-forward", "127.0.0.1:6443"}, wantErr: "want LISTEN=TARGET"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
@@ -42,8 +40,8 @@ func TestParseFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.tty != tc.wantTTY || !maps.Equal(c.opts.Forward, tc.wantForward) ||
-				!slices.Equal(c.opts.Allow, tc.wantAllow) || c.redirect != tc.wantRedir {
-				t.Errorf("got tty %q forward %v allow %v redirect %q", c.tty, c.opts.Forward, c.opts.Allow, c.redirect)
+				!slices.Equal(c.opts.Allow, tc.wantAllow) {
+				t.Errorf("got tty %q forward %v allow %v", c.tty, c.opts.Forward, c.opts.Allow)
 			}
 		})
 	}
