@@ -11,8 +11,7 @@
 # two flows at once, every pod on one node, already outlasted 4-min waits there; the dev cluster's
 # scheduler now spreads pods over both nodes, so three at once load a node less than that) is how
 # many of TestVolumeFlows' flows run at once; E2E_KEEP=1
-# leaves the cluster up and prints how to reach it; E2E_MOBILITY=1 also runs the tests that copy volumes
-# between nodes (docs/e2e.md), E2E_DRAIN=1 the evacuator's drain mode. E2E_SET=core (the default
+# leaves the cluster up and prints how to reach it. E2E_SET=core (the default
 # without E2E_RUN; make test) leaves out the tests that only the full set runs (dev/e2e/sets_test.go,
 # docs/e2e.md), E2E_SET=full (the default with E2E_RUN; make e2e-full) runs every test. The nodes import the images in _output/images
 # (make images; make e2e builds them first). Fails when go test fails or when anything of the
@@ -48,9 +47,9 @@ trap finish EXIT
 "${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 4 --disk-size 8 --scheduler-extender \
 	"${snapmeta[@]}" --evacuator >&2
 kubectl_bin="$(bash hack/kube-assets.sh | tail -1)/kubectl"
-# The evacuator's roles stay installed (TestInstalledPrivileges checks them), but it runs only for the
-# drain-mode test (E2E_DRAIN=1): elsewhere it would only take a share of a single-CPU node.
-if [[ "${E2E_DRAIN:-}" != 1 ]]; then
+# The evacuator's roles stay installed (TestInstalledPrivileges checks them), but it runs only in the
+# full set, which has its drain-mode test: in the core set it would only take a share of a single-CPU node.
+if [[ "${E2E_SET}" == core ]]; then
 	KUBECONFIG="${STATE}/kubeconfig" "${kubectl_bin}" -n lvms-system scale deployment lvms-evacuator \
 		--replicas=0 >&2
 fi

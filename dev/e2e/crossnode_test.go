@@ -41,7 +41,7 @@ var sumLine = regexp.MustCompile(`sum=([0-9a-f]{64})`)
 // thin copy moves only what is allocated, and the claim says what happened in its events. Then
 // TestCrossNodeRestore/faults kills both agents mid-copy.
 func TestCrossNodeRestore(t *testing.T) {
-	skipUnlessMobility(t)
+	fullSetOnly(t, mobilityCost)
 	e := newEnv(t)
 	e.crossNodeRestore(true)
 	// Deferred, not a Cleanup: the test's context, which the calls use, is canceled before Cleanups.
