@@ -44,9 +44,10 @@ const (
 	thinClass  = "lvms-thin"
 	// mobileClass (thin, ext4) and mobileSize are the claims whose data the mobility tests copy
 	// between nodes (env.mobileStorageClass). Not lvms-thin's xfs: mkfs.xfs makes nothing below
-	// 300 MiB and writes a 64 MiB log, so each copy would move at least 64 MiB over the local
-	// cluster's relay (about 0.5 MB/s, on the same serial line as the node's API traffic), which at
-	// 1Gi kept a node's one CPU busy for minutes and, in CI at 144c409, cost it the API server.
+	// 300 MiB and writes a 64 MiB log, so each copy would move at least 64 MiB between the local
+	// cluster's single-CPU nodes (a few MB/s; over the serial-line relay used until 9861e0c, 1Gi
+	// xfs claims kept a node's one CPU busy for minutes and, in CI at 144c409, cost it the API
+	// server).
 	// The copy is of blocks, whatever the filesystem: small ext4 moves about 5 MiB besides the data.
 	mobileClass = "e2e-thin-ext4-mobile"
 	mobileSize  = "64Mi"
