@@ -42,11 +42,7 @@ func attachGuest(t *testing.T, ctl string, n byte) *guest {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	req := make([]byte, requestLen)
-	binary.LittleEndian.PutUint32(req[0:], switchMagic)
-	binary.LittleEndian.PutUint32(req[4:], switchVersion)
-	binary.LittleEndian.PutUint16(req[12:], 1)
-	copy(req[14:], raw)
+	req := request(raw)
 	if _, err := c.Write(req); err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +55,16 @@ func attachGuest(t *testing.T, ctl string, n byte) *guest {
 	}
 	sw := &net.UnixAddr{Name: "@" + string(answer[3:]), Net: "unixgram"}
 	return &guest{t: t, mac: net.HardwareAddr{2, 0, 0, 0, 0, n}, ctl: c, data: data, sw: sw}
+}
+
+// request is a guest's request_v3 naming its data socket by the sun_path raw.
+func request(raw []byte) []byte {
+	req := make([]byte, requestLen)
+	binary.LittleEndian.PutUint32(req[0:], switchMagic)
+	binary.LittleEndian.PutUint32(req[4:], switchVersion)
+	binary.LittleEndian.PutUint16(req[12:], 1) // AF_UNIX
+	copy(req[14:], raw)
+	return req
 }
 
 func (g *guest) send(dst net.HardwareAddr, payload string) {
@@ -90,13 +96,20 @@ func (g *guest) receive(want int, wait time.Duration) []string {
 
 var broadcast = net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
-func TestSwitchFloodsLearnsAndForgets(t *testing.T) {
+// startSwitch runs a switch for the test and returns it with its control socket's path.
+func startSwitch(t *testing.T) (*Switch, string) {
+	t.Helper()
 	ctl := filepath.Join(t.TempDir(), "sw.ctl")
 	s, err := Listen(ctl, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { _ = s.Close() })
+	return s, ctl
+}
+
+func TestSwitchFloodsLearnsAndForgets(t *testing.T) {
+	s, ctl := startSwitch(t)
 	a, b, c := attachGuest(t, ctl, 1), attachGuest(t, ctl, 2), attachGuest(t, ctl, 3)
 
 	// Broadcast and unknown destinations reach every other guest, not the sender.
@@ -139,12 +152,7 @@ func TestSwitchFloodsLearnsAndForgets(t *testing.T) {
 }
 
 func TestSwitchRefusesBadRequests(t *testing.T) {
-	ctl := filepath.Join(t.TempDir(), "sw.ctl")
-	s, err := Listen(ctl, testr.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, ctl := startSwitch(t)
 	for _, tc := range []struct {
 		name string
 		edit func([]byte)
@@ -156,10 +164,7 @@ func TestSwitchRefusesBadRequests(t *testing.T) {
 		{"family", func(r []byte) { r[12] = 2 }, "family 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := make([]byte, requestLen)
-			binary.LittleEndian.PutUint32(req[0:], switchMagic)
-			binary.LittleEndian.PutUint32(req[4:], switchVersion)
-			binary.LittleEndian.PutUint16(req[12:], 1)
+			req := request(nil)
 			tc.edit(req)
 			if _, err := parseRequest(req); err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("error %v, want one about %q", err, tc.err)
