@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 )
@@ -38,6 +39,8 @@ const (
 	requestLen = 12 + sockaddrLen + 2
 	// maxFrame is larger than any frame a guest sends (MTU 1500 and the Ethernet header).
 	maxFrame = 1 << 16
+	// sendTimeout bounds how long a frame waits for room in a guest's socket queue.
+	sendTimeout = time.Second
 )
 
 // KernelArg is the UML command-line argument that attaches the guest's interface ethN (with
@@ -268,8 +271,10 @@ func (s *Switch) forward(p *port) {
 		}
 		out = s.route(p, buf[:n], out[:0])
 		for _, q := range out {
-			// The send to q's guest goes out of q's own socket: a guest does not check where a
-			// frame came from, and a blocked guest then holds up only traffic to it.
+			// The send to q's guest goes out of q's own socket (a guest does not check where a
+			// frame came from). A guest that stops reading (stopped, or its queue full for a
+			// second) loses the frame, as on a real wire, instead of holding up this port.
+			_ = q.data.SetWriteDeadline(time.Now().Add(sendTimeout))
 			if _, err := q.data.WriteToUnix(buf[:n], q.guest); err != nil {
 				s.dropped.Add(1)
 				continue
