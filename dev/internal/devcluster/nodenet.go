@@ -6,9 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"strings"
-	"time"
-
-	"github.com/go-logr/logr/funcr"
 
 	"github.com/lvm-operator/lvm-operator/dev/internal/devcluster/umlswitch"
 )
@@ -51,11 +48,7 @@ func startNodeNet(l Layout) (*umlswitch.Switch, error) {
 		return nil, fmt.Errorf("open node network log: %w", err)
 	}
 	// The switch's logger keeps writing to the file until the supervisor exits.
-	log := funcr.New(
-		func(prefix, args string) { fmt.Fprintln(logFile, time.Now().Format(time.RFC3339Nano), prefix, args) },
-		funcr.Options{Verbosity: 1},
-	)
-	s, err := umlswitch.Listen(l.NodeNetSocket(), log)
+	s, err := umlswitch.Listen(l.NodeNetSocket(), fileLogger(logFile))
 	if err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("node network: %w", err)

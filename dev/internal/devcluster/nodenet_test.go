@@ -1,35 +1,9 @@
 package devcluster
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 )
-
-// fakeBridge stands in for a node's bridge: it records the addresses dialed inside the node and
-// returns one end of a pipe (the other end is kept in far), or err.
-type fakeBridge struct {
-	node int
-	err  error
-
-	mu     sync.Mutex
-	dialed []string
-	far    []net.Conn
-}
-
-func (f *fakeBridge) Dial(_ context.Context, target string) (net.Conn, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.dialed = append(f.dialed, target)
-	if f.err != nil {
-		return nil, f.err
-	}
-	near, far := net.Pipe()
-	f.far = append(f.far, far)
-	return near, nil
-}
 
 func TestLinkRoutes(t *testing.T) {
 	c := &cluster{cfg: Config{Nodes: 3}}

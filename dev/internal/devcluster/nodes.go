@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/lvm-operator/lvm-operator/dev/internal/devcluster/bridge"
@@ -128,10 +130,7 @@ func (c *cluster) connect(ctx context.Context, g *guest) error {
 		return fmt.Errorf("bridge log of %s: %w", g.name, err)
 	}
 	g.bridgeLog = logFile
-	log := funcr.New(
-		func(prefix, args string) { fmt.Fprintln(logFile, time.Now().Format(time.RFC3339Nano), prefix, args) },
-		funcr.Options{Verbosity: 1},
-	)
+	log := fileLogger(logFile)
 	opts := bridge.Options{Allow: []string{"127.0.0.1:" + c.port(portAPIServer)}, Log: log}
 	h, err := bridge.Host(hctx, g.line, opts)
 	g.line = nil // Host owns it now
@@ -194,4 +193,13 @@ func (g *guest) closeFiles() {
 	if g.line != nil {
 		_ = g.line.Close()
 	}
+}
+
+// fileLogger logs to w, a line per entry with its time, up to V(1): the host-side logs of the
+// nodes' bridges and of the switch between them.
+func fileLogger(w io.Writer) logr.Logger {
+	return funcr.New(
+		func(prefix, args string) { fmt.Fprintln(w, time.Now().Format(time.RFC3339Nano), prefix, args) },
+		funcr.Options{Verbosity: 1},
+	)
 }

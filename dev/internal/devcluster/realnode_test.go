@@ -1,6 +1,9 @@
 package devcluster
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +13,13 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
 )
+
+// fakeBridge stands in for a node's bridge where a test only routes to it.
+type fakeBridge struct{ node int }
+
+func (f *fakeBridge) Dial(context.Context, string) (net.Conn, error) {
+	return nil, fmt.Errorf("node %d: not dialed in this test", f.node)
+}
 
 func TestEgressRoute(t *testing.T) {
 	p := &egressProxy{sessions: map[int]nodeBridge{0: &fakeBridge{node: 0}, 1: &fakeBridge{node: 1}}}

@@ -52,9 +52,8 @@ func KernelArg(iface int, mac net.HardwareAddr, ctl string) string {
 // Switch is a learning Ethernet switch: a frame goes to the port its destination address was
 // last seen on, or to every other port when that is unknown or a broadcast/multicast address.
 type Switch struct {
-	ctl  *net.UnixListener
-	path string
-	log  logr.Logger
+	ctl *net.UnixListener
+	log logr.Logger
 	// tag makes the switch's abstract data socket names unique on the host.
 	tag string
 
@@ -89,7 +88,7 @@ func Listen(path string, log logr.Logger) (*Switch, error) {
 		return nil, fmt.Errorf("switch control socket: %w", err)
 	}
 	s := &Switch{
-		ctl: ln, path: path, log: log, tag: fmt.Sprintf("lvms-umlswitch-%d-%p", os.Getpid(), ln),
+		ctl: ln, log: log, tag: fmt.Sprintf("lvms-umlswitch-%d-%p", os.Getpid(), ln),
 		ports: map[*port]struct{}{}, macs: map[[6]byte]*port{},
 	}
 	s.wg.Add(1)
