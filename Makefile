@@ -171,6 +171,12 @@ bench-cluster: ## Provisioning benchmark (thin and thick) on a fresh dev cluster
 	bash hack/uml-deps.sh
 	CLAIMS="$(or $(CLAIMS),1)" NODES="$(or $(NODES),2)" SCALE="$(SCALE)" PROFILE="$(or $(PROFILE),0)" bash dev/bench/cluster.sh
 
+.PHONY: bench-peer
+bench-peer: ## Provisioning benchmark of lvms, then of TopoLVM v0.41.0 (built from the Go module proxy), each on a fresh dev cluster of the same shape; both tables side by side, each against the floor measured the same way in its run (CLAIMS=1 NODES=2; docs/performance.md).
+	$(MAKE) images
+	bash hack/uml-deps.sh
+	CLAIMS="$(or $(CLAIMS),1)" NODES="$(or $(NODES),2)" bash dev/bench/peer.sh
+
 .PHONY: test-rules
 test-rules: ## promtool check + unit tests of every alert (test/prometheus) on dist/prometheus-rules.yaml (promtool of Debian's prometheus package, unpacked into the cache).
 	bash hack/test-rules.sh

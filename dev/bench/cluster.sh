@@ -31,7 +31,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 CLAIMS="${CLAIMS:-1}"
 NODES="${NODES:-2}"
 STATE="${BENCH_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvms/bench-cluster}"
-OUT="_output/bench/$(date -u +%Y%m%dT%H%M%SZ)"
+# BENCH_OUT: where the results go instead (make bench-peer puts each driver's run in a directory of
+# the peer run's).
+OUT="${BENCH_OUT:-_output/bench/$(date -u +%Y%m%dT%H%M%SZ)}"
 BIN="$(mktemp -d)"
 log() { echo "bench-cluster: $*" >&2; }
 
@@ -61,6 +63,8 @@ finish() {
 go -C dev build -o "${BIN}/lvms-dev" ./cmd/lvms-dev
 go -C dev build -o "${BIN}/bench-cluster" ./bench/cluster
 kubectl="$(bash hack/kube-assets.sh | tail -1)/kubectl"
+# The version make images stamped into the product image (the Makefile's VERSION) and the commit.
+VERSION="$(git describe --tags --always --dirty 2>/dev/null || echo unknown) ($(git rev-parse --short HEAD 2>/dev/null))"
 trap finish EXIT
 "${BIN}/lvms-dev" down --state-dir "${STATE}" >/dev/null 2>&1 || true
 start=${SECONDS}
@@ -108,6 +112,6 @@ for class in ${CLASSES:-lvms-thin lvms-thick}; do
 	# shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
 	"${BIN}/bench-cluster" --storage-class "${class}" --claims "${CLAIMS}" --nodes "${NODES}" \
 		--namespace "bench-${class}" --profile-seconds "${PROFILE}" --results "${OUT}/${class}" \
-		${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1
+		--driver lvms --driver-version "${VERSION}" ${BENCH_ARGS:-} | tee -a "${OUT}/summary.txt" || failed=1
 done
 exit "${failed}"

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
-	"github.com/lvm-operator/lvm-operator/dev/internal/devcluster/demo"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
@@ -93,7 +92,9 @@ func (f *floor) describeQuiet() string {
 }
 
 // floorProbe measures the floor through the node agents (demo.AgentExec: pods/exec into the agent
-// on the node, nsenter into the node's mount namespace), as the e2e suite runs lvm2 on a node.
+// on the node, nsenter into the node's mount namespace), as the e2e suite runs lvm2 on a node, or,
+// for another driver, through the --node-shell pods the same way (nodeExec). Either way the
+// samples are the same lvcreate command line, timed inside the node.
 type floorProbe struct {
 	cfg *rest.Config
 	c   client.Client
@@ -124,7 +125,7 @@ func (p *floorProbe) deviceClass(ctx context.Context, params map[string]string) 
 
 // measure times o.floorSamples lvcreate/lvremove pairs on every node and the apiserver round trip.
 func (p *floorProbe) measure(ctx context.Context, params map[string]string, nodes []string) (*floor, error) {
-	vg, pool, err := p.deviceClass(ctx, params)
+	vg, pool, err := p.floorTarget(ctx, params)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +140,7 @@ func (p *floorProbe) measure(ctx context.Context, params map[string]string, node
 		if err != nil {
 			return nil, err
 		}
-		out, err := demo.AgentExec(ctx, p.cfg, p.c, p.cs, p.o.operatorNamespace, node, script)
+		out, err := p.nodeExec(ctx, node, script)
 		if err != nil {
 			return nil, fmt.Errorf("lvcreate floor on %s: %w\n%s", node, err, out)
 		}

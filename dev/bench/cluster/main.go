@@ -5,6 +5,8 @@
 // for topolvm.io), PVC Bound, pod Running, and after deletion PV and LogicalVolume gone. It prints
 // p50/p90/p99/max of every phase, each compared with the floor (one lvcreate of the same kind timed
 // in the node plus an apiserver round trip), and writes result.json, table.txt and SVG plots.
+// `bench-cluster compare RESULT.json...` prints the tables of several runs of one class side by
+// side, e.g. lvms and TopoLVM in make bench-peer (compare.go).
 package main
 
 import (
@@ -53,8 +55,11 @@ type options struct {
 	agentRestarts                   int
 	withSnapshots, floor, resources bool
 	timeout, claimTimeout           time.Duration
-	// ours is set when the StorageClass's provisioner is topolvm.io.
-	ours bool
+	// logicalVolumes is set when the StorageClass's provisioner is topolvm.io (lvms or TopoLVM: both
+	// keep topolvm.io/v1 LogicalVolumes); ours when that driver is lvms (--driver).
+	logicalVolumes, ours bool
+	// driver, driverVersion, nodeShell, floorVG and floorThinPool are addDriverFlags' flags.
+	driver, driverVersion, nodeShell, floorVG, floorThinPool string
 	// scaleLVs are the steps of the scale mode (--scale-lvs), none without it.
 	scaleLVs []int
 }
@@ -94,8 +99,12 @@ func parseFlags(args []string) (*options, error) {
 		"scale mode (lvms only): grow the LVs of --storage-class's device class on one node through these "+
 			"counts (e.g. 0,100,1000; LogicalVolumes of --size, no claims) and read RSS and node agent start → Ready "+
 			"at each")
+	addDriverFlags(fs, o)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("flags: %w", err)
+	}
+	if err := checkDriverFlags(o); err != nil {
+		return nil, err
 	}
 	if *scale != "" {
 		var err error
@@ -123,6 +132,9 @@ func main() { os.Exit(mainCode()) }
 
 // mainCode runs the command and returns its exit code.
 func mainCode() int {
+	if len(os.Args) > 1 && os.Args[1] == "compare" {
+		return compareMain(os.Args[2:], os.Stdout, os.Stderr)
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -184,7 +196,8 @@ func prepare(ctx context.Context, cl *clients, o *options, log io.Writer) (*stor
 	if err != nil {
 		return nil, nil, err
 	}
-	o.ours = sc.Provisioner == driver.Name
+	o.logicalVolumes = sc.Provisioner == driver.Name
+	o.ours = o.logicalVolumes && o.driver == driverLvms
 	if sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
 		fmt.Fprintf(log, "warning: StorageClass %s is not WaitForFirstConsumer: no selected-node phase\n", sc.Name)
 	}
@@ -284,13 +297,16 @@ func run(ctx context.Context, o *options, stdout, log io.Writer) error {
 		return err
 	}
 	rec := newRecorder(o.runID)
-	if err := rec.watch(ctx, cl.cs, cl.dyn, watchOptions{namespace: o.namespace, logicalVolumes: o.ours,
-		snapshots: o.withSnapshots}); err != nil {
+	wo := watchOptions{namespace: o.namespace, logicalVolumes: o.logicalVolumes, snapshots: o.withSnapshots}
+	if err := rec.watch(ctx, cl.cs, cl.dyn, wo); err != nil {
 		return err
 	}
 	r := &result{StorageClass: sc.Name, Provisioner: sc.Provisioner, Claims: o.claims, Nodes: nodes,
 		Concurrency: o.concurrency, Size: o.size, VolumeMode: o.volumeMode, PerNode: map[string]int{}}
-	if o.floor && o.ours {
+	if o.logicalVolumes {
+		r.Driver, r.DriverVersion = o.driver, o.driverVersion
+	}
+	if o.floor && o.logicalVolumes {
 		fmt.Fprintf(log, "measuring the floor on %v\n", floorNodes(ctx, cl.cs, nodes))
 		p := &floorProbe{cfg: cfg, c: cl.c, cs: cl.cs, o: o}
 		if r.Floor, err = p.measure(ctx, sc.Parameters, floorNodes(ctx, cl.cs, nodes)); err != nil {

@@ -136,7 +136,7 @@ func (r *recorder) failures() (int, []string) {
 // watchOptions say what the recorder watches besides PVCs, pods, events and PVs.
 type watchOptions struct {
 	namespace string
-	// logicalVolumes: the driver is ours (topolvm.io/v1 LogicalVolumes exist).
+	// logicalVolumes: the driver keeps topolvm.io/v1 LogicalVolumes (lvms or TopoLVM).
 	logicalVolumes bool
 	// snapshots: VolumeSnapshots are taken.
 	snapshots bool

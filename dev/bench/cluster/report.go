@@ -128,8 +128,12 @@ func summarise(claims []claimTimes, floors map[string]float64) []phaseStats {
 
 // result is everything one run measured; it is written as JSON.
 type result struct {
-	StorageClass       string          `json:"storageClass"`
-	Provisioner        string          `json:"provisioner"`
+	StorageClass string `json:"storageClass"`
+	Provisioner  string `json:"provisioner"`
+	// Driver is the implementation of a topolvm.io class (driverLvms, driverTopoLVM; --driver) and
+	// DriverVersion what --driver-version said; both empty for another provisioner.
+	Driver             string          `json:"driver,omitempty"`
+	DriverVersion      string          `json:"driverVersion,omitempty"`
 	Claims             int             `json:"claims"`
 	Nodes              []string        `json:"nodes"`
 	Concurrency        int             `json:"concurrency"`
@@ -149,6 +153,14 @@ type result struct {
 	ClaimTimes         []claimTimes    `json:"claimTimes"`
 }
 
+// driverLabel is ", driver <driver> <version>" for a run that names its driver, else "".
+func (r *result) driverLabel() string {
+	if r.Driver == "" {
+		return ""
+	}
+	return strings.TrimRight(", driver "+r.Driver+" "+r.DriverVersion, " ")
+}
+
 // ms formats milliseconds for the table.
 func ms(v float64) string {
 	switch {
@@ -163,8 +175,8 @@ func ms(v float64) string {
 
 // writeTable prints the run's summary and its phase table.
 func writeTable(w io.Writer, r *result) error {
-	fmt.Fprintf(w, "\n== %s (provisioner %s): %d claims of %s (%s) on %s, concurrency %d, %.1fs\n",
-		r.StorageClass, r.Provisioner, r.Claims, r.Size, r.VolumeMode, strings.Join(r.Nodes, ","),
+	fmt.Fprintf(w, "\n== %s (provisioner %s%s): %d claims of %s (%s) on %s, concurrency %d, %.1fs\n",
+		r.StorageClass, r.Provisioner, r.driverLabel(), r.Claims, r.Size, r.VolumeMode, strings.Join(r.Nodes, ","),
 		r.Concurrency, r.WallSeconds)
 	fmt.Fprintf(w, "bound %d/%d, running %d/%d, ProvisioningFailed events %d, claims per node %v\n",
 		r.Bound, r.Claims, r.Running, r.Claims, r.ProvisioningFailed, r.PerNode)

@@ -134,7 +134,7 @@ func (w *workload) release(ctx context.Context, i int) error {
 	if err := w.rec.wait(ctx, "pv/"+pv, mPVGone); err != nil {
 		return err
 	}
-	if w.o.ours {
+	if w.o.logicalVolumes {
 		return w.rec.wait(ctx, "lv/"+pv, mLVObjectGone)
 	}
 	return nil

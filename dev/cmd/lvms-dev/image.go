@@ -24,7 +24,8 @@ func newImageCommand() *cobra.Command {
 		Use:   "image",
 		Short: "Build the OCI images reproducibly without a Docker daemon, and push them (docs/image.md)",
 	}
-	cmd.AddCommand(newImageBuildCommand(), newImagePushCommand(), newImageConformanceCommand())
+	cmd.AddCommand(newImageBuildCommand(), newImagePushCommand(), newImageConformanceCommand(),
+		newImageTopoLVMCommand())
 	return cmd
 }
 
