@@ -177,6 +177,10 @@ bench-peer: ## Provisioning benchmark of lvms, then of TopoLVM v0.41.0 (built fr
 	bash hack/uml-deps.sh
 	CLAIMS="$(or $(CLAIMS),1)" NODES="$(or $(NODES),2)" bash dev/bench/peer.sh
 
+.PHONY: bench-scale
+bench-scale: ## Control-plane scale benchmark: the real control plane, operator and csi-provisioner against kwok nodes with simulated node agents, grown to each of STEPS nodes (STEPS=100,1000,5000 CLAIMS=100; docs/performance.md).
+	STEPS="$(or $(STEPS),100,1000,5000)" CLAIMS="$(or $(CLAIMS),100)" bash dev/bench/scale.sh
+
 .PHONY: test-rules
 test-rules: ## promtool check + unit tests of every alert (test/prometheus) on dist/prometheus-rules.yaml (promtool of Debian's prometheus package, unpacked into the cache).
 	bash hack/test-rules.sh

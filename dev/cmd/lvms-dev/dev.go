@@ -77,6 +77,10 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 	fl.BoolVar(&o.Profiling, "profiling", false,
 		"install the product with config/components/profiling: the operator and the node agents serve pprof "+
 			"on their metrics endpoints (ClusterRole lvms-profile-reader)")
+	fl.StringArrayVar(&o.APIServerArgs, "apiserver-arg", nil, "one more kube-apiserver flag (repeat the option)")
+	fl.StringSliceVar(&o.Users, "user", nil,
+		"users to write a kubeconfig for, <state>/kubeconfig-<user> (group system:masters), to tell components apart "+
+			"in the API server's audit log")
 	fl.StringVar(&o.RepoDir, "repo", "", "repository root (default: found above the working directory)")
 	fl.StringVar(
 		&o.KubeAssets,

@@ -45,6 +45,10 @@ type Config struct {
 	// Profiling installs the product with the profiling component: the operator and the node
 	// agents serve Go's runtime profiles on their metrics endpoints.
 	Profiling bool `json:"profiling,omitempty"`
+	// APIServerArgs are more kube-apiserver flags.
+	APIServerArgs []string `json:"apiserverArgs,omitempty"`
+	// Users get a kubeconfig each (Layout.UserKubeconfig), in group system:masters.
+	Users []string `json:"users,omitempty"`
 }
 
 // nodeName is the name of guest node i.

@@ -214,7 +214,7 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 		"--service-account-signing-key-file=" + c.pki(saKeyFile),
 		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
 		"--allow-privileged=true", "--cert-dir=" + c.pki("apiserver-generated"),
-	}, c.realAPIServerArgs()...)}, c.httpOK(api+"/readyz")); err != nil {
+	}, append(c.realAPIServerArgs(), c.cfg.APIServerArgs...)...)}, c.httpOK(api+"/readyz")); err != nil {
 		return err
 	}
 	kc := c.l.Kubeconfig()

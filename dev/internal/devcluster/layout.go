@@ -49,6 +49,9 @@ func (l Layout) Failed() string { return filepath.Join(l.Dir, "failed") }
 // Kubeconfig is the admin kubeconfig for the host.
 func (l Layout) Kubeconfig() string { return filepath.Join(l.Dir, "kubeconfig") }
 
+// UserKubeconfig is the kubeconfig of one of UpOptions.Users.
+func (l Layout) UserKubeconfig(user string) string { return filepath.Join(l.Dir, "kubeconfig-"+user) }
+
 // PKI holds certificates and keys.
 func (l Layout) PKI() string { return filepath.Join(l.Dir, "pki") }
 

@@ -131,7 +131,7 @@ func (c issued) write(dir, certName, keyName string) error {
 // generatePKI writes everything the cluster needs: CA, apiserver serving certificate, admin
 // client certificate, service-account signing key, the host's admin kubeconfig, and a kubelet
 // kubeconfig for each of kubeletNodes (apiserver at the guest's bridged guestAPIPort).
-func generatePKI(l Layout, apiserverPort, guestAPIPort int, kubeletNodes []string) error {
+func generatePKI(l Layout, apiserverPort, guestAPIPort int, kubeletNodes, users []string) error {
 	p, err := newPKI(l.PKI())
 	if err != nil {
 		return err
@@ -171,6 +171,15 @@ func generatePKI(l Layout, apiserverPort, guestAPIPort int, kubeletNodes []strin
 	}
 	if err := writeKubeconfig(l.Kubeconfig(), apiserverPort, p.caPEM, admin); err != nil {
 		return err
+	}
+	for _, user := range users {
+		kc, err := p.issue(pkix.Name{CommonName: user, Organization: []string{"system:masters"}}, false, nil, nil)
+		if err != nil {
+			return err
+		}
+		if err := writeKubeconfig(l.UserKubeconfig(user), apiserverPort, p.caPEM, kc); err != nil {
+			return err
+		}
 	}
 	for _, node := range kubeletNodes {
 		// The kubelet's identity for the Node authorizer and NodeRestriction.

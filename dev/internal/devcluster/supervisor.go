@@ -68,7 +68,7 @@ func (c *cluster) start(ctx context.Context) error {
 		for i := range kubelets {
 			kubelets[i] = nodeName(i)
 		}
-		return generatePKI(c.l, c.state.Ports[portAPIServer], GuestAPIPort, kubelets)
+		return generatePKI(c.l, c.state.Ports[portAPIServer], GuestAPIPort, kubelets, c.cfg.Users)
 	}); err != nil {
 		return err
 	}

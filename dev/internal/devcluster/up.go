@@ -48,6 +48,11 @@ type UpOptions struct {
 	// Profiling installs the product with config/components/profiling (pprof on the metrics
 	// endpoints of the operator and the node agents).
 	Profiling bool
+	// APIServerArgs are more kube-apiserver flags (the scale benchmark's audit log).
+	APIServerArgs []string
+	// Users get a kubeconfig each, <state>/kubeconfig-<user>, with a client certificate for that user
+	// in group system:masters: components that must be told apart in the audit log.
+	Users []string
 	// Timeout bounds the wait for the cluster after the supervisor started.
 	Timeout time.Duration
 	// Out receives progress.
@@ -145,6 +150,8 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 		SnapshotMetadata:  o.SnapshotMetadata,
 		Evacuator:         o.Evacuator,
 		Profiling:         o.Profiling,
+		APIServerArgs:     o.APIServerArgs,
+		Users:             o.Users,
 		LVMSDev:           filepath.Join(l.Bin(), "lvms-dev"),
 		GuestBridge:       filepath.Join(l.Bin(), "guestbridge"),
 	}
@@ -163,8 +170,11 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 	if o.ImagesDir == "" {
 		o.ImagesDir = filepath.Join(cfg.RepoDir, "_output", "images")
 	}
-	if cfg.Images, err = findImages(o.ImagesDir, o.SnapshotMetadata); err != nil {
-		return cfg, err
+	// A cluster without guest nodes (the scale benchmark's) imports no image.
+	if o.Nodes > 0 {
+		if cfg.Images, err = findImages(o.ImagesDir, o.SnapshotMetadata); err != nil {
+			return cfg, err
+		}
 	}
 	for _, dir := range o.ExtraImagesDirs {
 		// The guests see the host's file system at the same absolute paths.

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -37,13 +38,37 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.namespace })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vgmanager").
-		For(&lvmv1alpha1.LVMVolumeGroup{}, builder.WithPredicates(inNamespace)).
+		For(&lvmv1alpha1.LVMVolumeGroup{}, builder.WithPredicates(inNamespace, r.updatesThatMatter())).
 		Watches(&lvmv1alpha1.LVMCluster{}, handler.EnqueueRequestsFromMapFunc(r.ownedVolumeGroups),
 			builder.WithPredicates(inNamespace, predicate.AnnotationChangedPredicate{})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allVolumeGroups),
 			builder.WithPredicates(r.thisNodeLabelsChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(r)
+}
+
+// updatesThatMatter passes creations, deletions and the updates of an LVMVolumeGroup that
+// VolumeGroupUpdateMatters to this node.
+func (r *Reconciler) updatesThatMatter() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okOld := e.ObjectOld.(*lvmv1alpha1.LVMVolumeGroup)
+		n, okNew := e.ObjectNew.(*lvmv1alpha1.LVMVolumeGroup)
+		return !okOld || !okNew || VolumeGroupUpdateMatters(r.nodeName, o, n)
+	}}
+}
+
+// VolumeGroupUpdateMatters reports whether an update of an LVMVolumeGroup can change what node's
+// reconcile does: its spec (generation), its deletion, node's own finalizer or wiped annotation, or
+// the dry-run annotation. Other nodes' finalizers and annotations and the status the operator
+// writes cannot. Without this filter every node reconciled, and applied its status again, each time
+// any other node added its finalizer: N² requests for N nodes joining (docs/performance.md).
+func VolumeGroupUpdateMatters(node string, old, updated *lvmv1alpha1.LVMVolumeGroup) bool {
+	fin, wiped := Finalizer(node), WipedAnnotation(node)
+	return old.Generation != updated.Generation ||
+		old.DeletionTimestamp.IsZero() != updated.DeletionTimestamp.IsZero() ||
+		controllerutil.ContainsFinalizer(old, fin) != controllerutil.ContainsFinalizer(updated, fin) ||
+		old.Annotations[wiped] != updated.Annotations[wiped] ||
+		old.Annotations[DryRunAnnotation] != updated.Annotations[DryRunAnnotation]
 }
 
 // ownedVolumeGroups maps an LVMCluster to the LVMVolumeGroups it owns.
