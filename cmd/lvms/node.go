@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	csinode "github.com/lvm-operator/lvm-operator/internal/csi/node"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
@@ -162,14 +165,14 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 	return mgr.Start(cmd.Context())
 }
 
-// nodeCache is the node agent's cache: namespacedCache, and of the LogicalVolumes only the node's
-// own where the API server can select them by node (nodeagent.LogicalVolumesOfNode). The probe's
+// nodeCache is the node agent's cache: namespacedCache with only this node's Node and
+// LVMVolumeGroupNodeStatus (ownObjectsOnly), and of the LogicalVolumes only the node's own where the API server can select them by node (nodeagent.LogicalVolumesOfNode). The probe's
 // client knows the one kind it lists: a discovering mapper would first read the API server's
 // discovery, before the agent serves its health endpoint.
 func nodeCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, namespace, node string) (
 	cache.Options, error,
 ) {
-	opts := namespacedCache(namespace)
+	opts := ownObjectsOnly(namespacedCache(namespace), namespace, node)
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(topolvmv1.GroupVersion.WithKind("LogicalVolume"), meta.RESTScopeRoot)
 	direct, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
@@ -187,4 +190,17 @@ func nodeCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, na
 	}
 	opts.ByObject[&topolvmv1.LogicalVolume{}] = by
 	return opts, nil
+}
+
+// ownObjectsOnly restricts the cache's Nodes and LVMVolumeGroupNodeStatuses to node's own, the only
+// ones the agent reads. Each agent held every Node and every node status of the cluster before: N
+// copies of N objects on N nodes, and every node's heartbeat and status update sent to every agent
+// (docs/performance.md, the scale benchmark).
+func ownObjectsOnly(opts cache.Options, namespace, node string) cache.Options {
+	own := fields.OneTermEqualSelector("metadata.name", node)
+	opts.ByObject[&corev1.Node{}] = cache.ByObject{Field: own}
+	opts.ByObject[&lvmv1alpha1.LVMVolumeGroupNodeStatus{}] = cache.ByObject{
+		Namespaces: map[string]cache.Config{namespace: {}}, Field: own,
+	}
+	return opts
 }

@@ -110,6 +110,9 @@ func aggregate(
 		out.deviceClasses = append(out.deviceClasses, dcs)
 	}
 	out.state, out.condition = summarise(worst, total)
+	if compactNodeStatuses(out.deviceClasses) {
+		out.condition.Message += compactedNote(total)
+	}
 	return out
 }
 
