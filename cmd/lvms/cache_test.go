@@ -3,7 +3,9 @@ package main
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 )
@@ -28,5 +30,33 @@ func TestCacheStripsManagedFields(t *testing.T) {
 		if by.Transform != nil {
 			t.Errorf("%T has a transform of its own, which replaces the default", obj)
 		}
+	}
+}
+
+// The operator caches Nodes without their images, and without managedFields as everything else.
+func TestOperatorCacheDropsNodeImages(t *testing.T) {
+	o := operatorCache("lvms-system")
+	var by cache.ByObject
+	ok := false
+	for obj, b := range o.ByObject {
+		if _, isNode := obj.(*corev1.Node); isNode {
+			by, ok = b, true
+		}
+	}
+	if !ok || by.Transform == nil {
+		t.Fatal("no transform for Nodes")
+	}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"x"}}}},
+	}
+	got, err := by.Transform(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gn := got.(*corev1.Node)
+	if gn.Status.Images != nil || gn.ManagedFields != nil || gn.Labels["a"] != "b" {
+		t.Errorf("transformed Node %+v", gn)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -103,7 +104,7 @@ func runOperator(cmd *cobra.Command, f *operatorFlags) error {
 		return err
 	}
 	cfg := ctrl.GetConfigOrDie()
-	cacheOpts := namespacedCache(f.Namespace, &appsv1.DaemonSet{}, &appsv1.Deployment{})
+	cacheOpts := operatorCache(f.Namespace)
 	if f.NodeAgentPolicy, err = lvmcluster.NodeAgentPolicyServed(cfg); err != nil {
 		return err
 	}
@@ -131,6 +132,24 @@ func runOperator(cmd *cobra.Command, f *operatorFlags) error {
 		return err
 	}
 	return mgr.Start(cmd.Context())
+}
+
+// operatorCache is the operator's cache: namespacedCache with its DaemonSet and Deployment, and the
+// Nodes without the images their kubelets list (up to 50 per node, most of a Node's size), which
+// nothing here reads: the scale benchmark (docs/scale.md) caches thousands of Nodes.
+func operatorCache(namespace string) cache.Options {
+	opts := namespacedCache(namespace, &appsv1.DaemonSet{}, &appsv1.Deployment{})
+	opts.ByObject[&corev1.Node{}] = cache.ByObject{Transform: withoutImages}
+	return opts
+}
+
+// withoutImages strips a cached object's managedFields and, of a Node, its status.images.
+func withoutImages(o any) (any, error) {
+	o, err := cache.TransformStripManagedFields()(o)
+	if n, ok := o.(*corev1.Node); ok {
+		n.Status.Images = nil
+	}
+	return o, err
 }
 
 // namespacedCache limits the manager's cache of the LVM objects that live in the operator namespace

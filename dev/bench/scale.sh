@@ -6,6 +6,7 @@
 # to each node count of STEPS. Torn down after, unless BENCH_KEEP=1.
 #
 #   STEPS=100,1000,5000 CLAIMS=100 make bench-scale
+#   LVMS_BIN=/tmp/lvms-old BENCH_ARGS=--every-volume-group-update bash dev/bench/scale.sh   # an older operator and agents' filter
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -25,7 +26,8 @@ finish() {
 assets="$(bash hack/kube-assets.sh | tail -1)"
 csi="$(bash hack/csi-tools.sh | tail -1)"
 kwok="$(bash hack/kwok.sh | tail -1)"
-go build -o "${BIN}/lvms" ./cmd/lvms
+# LVMS_BIN: an operator binary built elsewhere (another commit's, to compare).
+if [[ -n "${LVMS_BIN:-}" ]]; then cp "${LVMS_BIN}" "${BIN}/lvms"; else go build -o "${BIN}/lvms" ./cmd/lvms; fi
 go build -o "${BIN}/kubectl-lvms" ./cmd/kubectl-lvms
 go -C dev build -o "${BIN}/lvms-dev" ./cmd/lvms-dev
 go -C dev build -o "${BIN}/scale" ./bench/scale

@@ -28,11 +28,15 @@ func (f *Fleet) AddNode(ctx context.Context, name string) error {
 	}
 	c := f.mgr.GetClient()
 	nodeObj := nodeObject(name)
-	if err := c.Create(ctx, nodeObj); err != nil && !apierrors.IsAlreadyExists(err) {
+	// Create fills nodeObj in (its UID for the CSINode's owner); an existing Node is read past the
+	// cache, which may not hold it yet.
+	if err := c.Create(ctx, nodeObj); apierrors.IsAlreadyExists(err) {
+		err = f.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: name}, nodeObj)
+		if err != nil {
+			return fmt.Errorf("get Node %s: %w", name, err)
+		}
+	} else if err != nil {
 		return fmt.Errorf("create Node %s: %w", name, err)
-	}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, nodeObj); err != nil {
-		return fmt.Errorf("get Node %s: %w", name, err)
 	}
 	if err := c.Create(ctx, csiNode(nodeObj)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create CSINode %s: %w", name, err)

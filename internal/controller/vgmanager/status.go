@@ -1,7 +1,9 @@
 package vgmanager
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,9 +22,35 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	case s.status != nil:
 		st := *s.status
 		st.DeviceDiscoveryPolicy = discoveryPolicy(s.vg.Spec)
+		if r.statusUnchanged(ctx, st) {
+			return nil
+		}
 		return r.applyStatus(ctx, s.vg.Name, st)
 	}
 	return nil
+}
+
+// statusUnchanged reports whether this node's LVMVolumeGroupNodeStatus, as cached, already holds
+// entry st. A reconcile that changed nothing then writes nothing: every node reconciles each of
+// its volume groups once a minute (DefaultDiscoveryInterval) and applied the same entry each time,
+// 120 writes per node and hour with two volume groups (the scale benchmark, docs/scale.md). Any
+// doubt (not cached yet, a read error) answers false.
+func (r *Reconciler) statusUnchanged(ctx context.Context, st lvmv1alpha1.VGStatus) bool {
+	var cur lvmv1alpha1.LVMVolumeGroupNodeStatus
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.nodeName}, &cur); err != nil {
+		return false
+	}
+	want, err := json.Marshal(st)
+	if err != nil {
+		return false
+	}
+	for _, e := range cur.Spec.LiveNodeStatus {
+		if e.Name == st.Name {
+			got, err := json.Marshal(e)
+			return err == nil && bytes.Equal(got, want)
+		}
+	}
+	return false
 }
 
 // applyStatus applies the entry of volume group vg in this node's LVMVolumeGroupNodeStatus. Each
