@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,5 +59,23 @@ func TestOperatorCacheDropsNodeImages(t *testing.T) {
 	gn := got.(*corev1.Node)
 	if gn.Status.Images != nil || gn.ManagedFields != nil || gn.Labels["a"] != "b" {
 		t.Errorf("transformed Node %+v", gn)
+	}
+}
+
+// The caches hold one entry per kind: ByObject is keyed by pointer, and with two entries of one kind
+// the cache used either (the node agent then cached every node status now and then).
+func TestCachesHaveOneEntryPerKind(t *testing.T) {
+	for name, o := range map[string]cache.Options{
+		"operator": operatorCache("lvms-system"),
+		"node":     ownObjectsOnly(namespacedCache("lvms-system"), "lvms-system", "node-a"),
+	} {
+		seen := map[string]bool{}
+		for obj := range o.ByObject {
+			kind := fmt.Sprintf("%T", obj)
+			if seen[kind] {
+				t.Errorf("%s cache: two entries for %s", name, kind)
+			}
+			seen[kind] = true
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -198,9 +199,20 @@ func nodeCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, na
 // (docs/performance.md, the scale benchmark).
 func ownObjectsOnly(opts cache.Options, namespace, node string) cache.Options {
 	own := fields.OneTermEqualSelector("metadata.name", node)
-	opts.ByObject[&corev1.Node{}] = cache.ByObject{Field: own}
-	opts.ByObject[&lvmv1alpha1.LVMVolumeGroupNodeStatus{}] = cache.ByObject{
+	setByObject(opts, &corev1.Node{}, cache.ByObject{Field: own})
+	setByObject(opts, &lvmv1alpha1.LVMVolumeGroupNodeStatus{}, cache.ByObject{
 		Namespaces: map[string]cache.Config{namespace: {}}, Field: own,
-	}
+	})
 	return opts
+}
+
+// setByObject sets the cache options of obj's kind, replacing those set under another object of
+// the same kind: ByObject is keyed by pointer, and two keys of one kind make the cache pick either.
+func setByObject(opts cache.Options, obj client.Object, by cache.ByObject) {
+	for k := range opts.ByObject {
+		if reflect.TypeOf(k) == reflect.TypeOf(obj) {
+			delete(opts.ByObject, k)
+		}
+	}
+	opts.ByObject[obj] = by
 }

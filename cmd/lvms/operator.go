@@ -139,7 +139,7 @@ func runOperator(cmd *cobra.Command, f *operatorFlags) error {
 // nothing here reads: the scale benchmark (docs/scale.md) caches thousands of Nodes.
 func operatorCache(namespace string) cache.Options {
 	opts := namespacedCache(namespace, &appsv1.DaemonSet{}, &appsv1.Deployment{})
-	opts.ByObject[&corev1.Node{}] = cache.ByObject{Transform: withoutImages}
+	setByObject(opts, &corev1.Node{}, cache.ByObject{Transform: withoutImages})
 	return opts
 }
 
