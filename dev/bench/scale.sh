@@ -40,7 +40,10 @@ trap finish EXIT
 	--user lvms-operator --user lvms-node-sim --user csi-provisioner --user kwok \
 	--apiserver-arg=--audit-policy-file="${OUT}/audit-policy.yaml" \
 	--apiserver-arg=--audit-log-path="${OUT}/audit.log" --apiserver-arg=--audit-log-maxbackup=0 \
-	--apiserver-arg=--max-requests-inflight=800 --apiserver-arg=--max-mutating-requests-inflight=400 >&2
+	--apiserver-arg=--max-requests-inflight=800 --apiserver-arg=--max-mutating-requests-inflight=400 \
+	--controller-manager-arg=--node-monitor-grace-period=5m >&2
+# kwok renews each node's Lease every quarter of its 240 s duration (dev/bench/scale/procs.go): the
+# grace period of 5 min keeps thousands of nodes Ready with a quarter of the writes of 40 s leases.
 log "control plane up; steps ${STEPS}, ${CLAIMS} claims each"
 "${BIN}/scale" --state-dir "${STATE}" --audit-log "${OUT}/audit.log" --lvms "${BIN}/lvms" \
 	--kubectl-lvms "${BIN}/kubectl-lvms" --csi-provisioner "${csi}/csi-provisioner" --kwok "${kwok}" \

@@ -176,7 +176,7 @@ func (b *bench) startComponents(ctx context.Context) error {
 	b.kwok, err = start(b.logs, "kwok", o.kwok, nil,
 		"--kubeconfig="+kc(userKwok), "--config="+stages, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-lease-duration-seconds=40", "--server-address=")
+		"--node-lease-duration-seconds=240", "--server-address=")
 	if err != nil {
 		return err
 	}

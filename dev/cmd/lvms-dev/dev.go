@@ -78,6 +78,8 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 		"install the product with config/components/profiling: the operator and the node agents serve pprof "+
 			"on their metrics endpoints (ClusterRole lvms-profile-reader)")
 	fl.StringArrayVar(&o.APIServerArgs, "apiserver-arg", nil, "one more kube-apiserver flag (repeat the option)")
+	fl.StringArrayVar(&o.ControllerManagerArgs, "controller-manager-arg", nil,
+		"one more kube-controller-manager flag (repeat the option)")
 	fl.StringSliceVar(&o.Users, "user", nil,
 		"users to write a kubeconfig for, <state>/kubeconfig-<user> (group system:masters), to tell components apart "+
 			"in the API server's audit log")

@@ -47,6 +47,8 @@ type Config struct {
 	Profiling bool `json:"profiling,omitempty"`
 	// APIServerArgs are more kube-apiserver flags.
 	APIServerArgs []string `json:"apiserverArgs,omitempty"`
+	// KCMArgs are more kube-controller-manager flags.
+	KCMArgs []string `json:"kcmArgs,omitempty"`
 	// Users get a kubeconfig each (Layout.UserKubeconfig), in group system:masters.
 	Users []string `json:"users,omitempty"`
 }

@@ -222,12 +222,12 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 		"--bind-address=127.0.0.1"}
 	if err := c.run(
 		ctx,
-		spec{name: "kube-controller-manager", path: c.kube("kube-controller-manager"), args: append(common,
+		spec{name: "kube-controller-manager", path: c.kube("kube-controller-manager"), args: append(append(common,
 			"--kubeconfig="+kc, "--leader-elect=false",
 			"--secure-port="+c.port(portKCM), "--cert-dir="+c.pki("kcm"),
 			"--controllers=*,-serviceaccount-token", "--root-ca-file="+c.pki(caCertFile),
 			"--service-account-private-key-file="+c.pki(saKeyFile), "--use-service-account-credentials=false",
-		)},
+		), c.cfg.KCMArgs...)},
 		c.httpOK("https://127.0.0.1:"+c.port(portKCM)+"/healthz"),
 	); err != nil {
 		return err

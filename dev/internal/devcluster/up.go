@@ -48,8 +48,9 @@ type UpOptions struct {
 	// Profiling installs the product with config/components/profiling (pprof on the metrics
 	// endpoints of the operator and the node agents).
 	Profiling bool
-	// APIServerArgs are more kube-apiserver flags (the scale benchmark's audit log).
-	APIServerArgs []string
+	// APIServerArgs and ControllerManagerArgs are more kube-apiserver and kube-controller-manager
+	// flags (the scale benchmark's audit log and node grace period).
+	APIServerArgs, ControllerManagerArgs []string
 	// Users get a kubeconfig each, <state>/kubeconfig-<user>, with a client certificate for that user
 	// in group system:masters: components that must be told apart in the audit log.
 	Users []string
@@ -151,6 +152,7 @@ func prepare(ctx context.Context, l Layout, o UpOptions) (Config, error) {
 		Evacuator:         o.Evacuator,
 		Profiling:         o.Profiling,
 		APIServerArgs:     o.APIServerArgs,
+		KCMArgs:           o.ControllerManagerArgs,
 		Users:             o.Users,
 		LVMSDev:           filepath.Join(l.Bin(), "lvms-dev"),
 		GuestBridge:       filepath.Join(l.Bin(), "guestbridge"),

@@ -75,8 +75,10 @@ func New(mgr manager.Manager, o Options) (*Fleet, error) {
 	if o.Workers <= 0 {
 		o.Workers = 16
 	}
+	// A failed reconcile is retried after the backoff of controller-runtime's default limiter, per
+	// item (its overall bucket is per agent, so it is left out here).
 	rl := func() workqueue.TypedRateLimiter[key] {
-		return workqueue.NewTypedItemExponentialFailureRateLimiter[key](50*time.Millisecond, 30*time.Second)
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[key](5*time.Millisecond, 1000*time.Second)
 	}
 	f := &Fleet{
 		o: o, mgr: mgr, nodes: map[string]*node{}, started: make(chan struct{}),

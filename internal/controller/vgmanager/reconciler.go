@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -136,6 +137,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	for _, p := range phases {
 		pres, err := p(ctx, s)
+		if errors.Is(err, errLostRace) {
+			return ctrl.Result{RequeueAfter: raceRetry()}, nil
+		}
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -182,10 +186,28 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 		s.vg,
 		client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
 	); err != nil {
-		return ctrl.Result{}, fmt.Errorf("add finalizer to LVMVolumeGroup %s: %w", s.vg.Name, err)
+		return ctrl.Result{}, lostRace(fmt.Errorf("add finalizer to LVMVolumeGroup %s: %w", s.vg.Name, err))
 	}
 	return ctrl.Result{}, nil
 }
+
+// errLostRace marks a finalizer patch refused because another node patched the LVMVolumeGroup
+// first: every node adds its finalizer to the same object, with its resourceVersion.
+var errLostRace = errors.New("another node changed the LVMVolumeGroup first")
+
+// lostRace marks err with errLostRace when it is a conflict.
+func lostRace(err error) error {
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("%w: %w", errLostRace, err)
+	}
+	return err
+}
+
+// raceRetry is how soon a reconcile that lost such a race runs again: a short random delay rather
+// than the failure backoff, which doubles up to 16 minutes. With a thousand nodes joining at once
+// most lose several races, and the backoff left some nodes' volume groups unreported for many
+// minutes (the scale benchmark, docs/scale.md).
+func raceRetry() time.Duration { return 200*time.Millisecond + rand.N(800*time.Millisecond) }
 
 // removeFinalizer releases the LVMVolumeGroup once teardown found the VG gone from this node.
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -198,9 +220,9 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 		s.vg,
 		client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
 	); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(
+		return ctrl.Result{}, lostRace(client.IgnoreNotFound(
 			fmt.Errorf("remove finalizer from LVMVolumeGroup %s: %w", s.vg.Name, err),
-		)
+		))
 	}
 	return ctrl.Result{}, nil
 }
