@@ -2,6 +2,7 @@ package vgmanager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -175,17 +177,29 @@ func (r *Reconciler) selects(vg *lvmv1alpha1.LVMVolumeGroup, node *corev1.Node) 
 }
 
 // ensureFinalizer puts this node's finalizer on the LVMVolumeGroup before anything is changed on
-// disk. The patch carries the resourceVersion: other nodes add theirs to the same list.
+// disk. Every node adds its own to the same list: with the resourceVersion as precondition all but
+// one of the nodes joining at once were refused and retried, which grew with the square of the
+// node count (1,000 nodes: a few finalizers per second; the scale benchmark, docs/scale.md). So a
+// node appends its finalizer with a JSON patch that needs no resourceVersion; only the first
+// finalizer of an empty list is written with it (an append needs the list). An object being
+// deleted accepts no new finalizer, and a missing one is not created.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
-	orig := s.vg.DeepCopy()
-	if !controllerutil.AddFinalizer(s.vg, Finalizer(r.nodeName)) {
+	fin := Finalizer(r.nodeName)
+	if controllerutil.ContainsFinalizer(s.vg, fin) {
 		return ctrl.Result{}, nil
 	}
-	if err := r.client.Patch(
-		ctx,
-		s.vg,
-		client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
-	); err != nil {
+	var patch client.Patch
+	if len(s.vg.Finalizers) == 0 {
+		patch = client.MergeFromWithOptions(s.vg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(s.vg, fin)
+	} else {
+		body, err := json.Marshal([]map[string]string{{"op": "add", "path": "/metadata/finalizers/-", "value": fin}})
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("finalizer patch: %w", err)
+		}
+		patch = client.RawPatch(types.JSONPatchType, body)
+	}
+	if err := r.client.Patch(ctx, s.vg, patch); err != nil {
 		return ctrl.Result{}, lostRace(fmt.Errorf("add finalizer to LVMVolumeGroup %s: %w", s.vg.Name, err))
 	}
 	return ctrl.Result{}, nil

@@ -145,3 +145,44 @@ func TestReconcileRetriesALostFinalizerRaceSoon(t *testing.T) {
 		t.Errorf("after the retry: finalizers %v, entry %+v", e.vg("vg1").Finalizers, e.entries()["vg1"])
 	}
 }
+
+// staleClient answers Gets of LVMVolumeGroups with the copy taken before other nodes changed it,
+// as a cache that has not seen their patches yet.
+type staleClient struct {
+	client.Client
+	stale *lvmv1alpha1.LVMVolumeGroup
+}
+
+func (c *staleClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if vg, ok := obj.(*lvmv1alpha1.LVMVolumeGroup); ok && key.Name == c.stale.Name {
+		c.stale.DeepCopyInto(vg)
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// A node appends its finalizer to those of other nodes without a conflict, even from a stale copy,
+// and keeps the finalizers added since.
+func TestReconcileAppendsItsFinalizerWithoutAConflict(t *testing.T) {
+	n := newNode([]string{"/dev/sdb"}, nil)
+	vg := newVG("vg1", spec(thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)), ownedBy(newCluster(nil)))
+	vg.Finalizers = []string{vgmanager.Finalizer("node-b")}
+	e := newEnv(t, n, newCluster(nil), vg)
+	stale := e.vg("vg1")
+	current := stale.DeepCopy()
+	current.Finalizers = append(current.Finalizers, vgmanager.Finalizer("node-c"))
+	if err := e.client.Update(t.Context(), current); err != nil {
+		t.Fatal(err)
+	}
+	e.r = vgmanager.New(vgmanager.Options{
+		Client: &staleClient{Client: e.client, stale: stale}, Recorder: e.recorder, Disks: n.disks, LVM: n.lvm,
+		Sink: e.sink, NodeName: nodeName, Namespace: ns, ResolvePath: n.resolve,
+	})
+	if res := e.reconcile("vg1"); res.RequeueAfter > 0 && res.RequeueAfter < time.Second {
+		t.Errorf("the append was retried as a lost race (RequeueAfter %v)", res.RequeueAfter)
+	}
+	want := []string{vgmanager.Finalizer("node-b"), vgmanager.Finalizer("node-c"), vgmanager.Finalizer(nodeName)}
+	if got := e.vg("vg1").Finalizers; !slices.Equal(got, want) {
+		t.Errorf("finalizers %v, want %v", got, want)
+	}
+}
