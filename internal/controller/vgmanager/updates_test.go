@@ -111,7 +111,12 @@ type conflictingClient struct {
 	conflicts int
 }
 
-func (c *conflictingClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+func (c *conflictingClient) Patch(
+	ctx context.Context,
+	obj client.Object,
+	p client.Patch,
+	opts ...client.PatchOption,
+) error {
 	if c.conflicts > 0 {
 		c.conflicts--
 		return apierrors.NewConflict(schema.GroupResource{Group: "lvm.topolvm.io", Resource: "lvmvolumegroups"},
@@ -153,7 +158,12 @@ type staleClient struct {
 	stale *lvmv1alpha1.LVMVolumeGroup
 }
 
-func (c *staleClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (c *staleClient) Get(
+	ctx context.Context,
+	key client.ObjectKey,
+	obj client.Object,
+	opts ...client.GetOption,
+) error {
 	if vg, ok := obj.(*lvmv1alpha1.LVMVolumeGroup); ok && key.Name == c.stale.Name {
 		c.stale.DeepCopyInto(vg)
 		return nil
