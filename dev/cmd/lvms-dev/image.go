@@ -44,15 +44,10 @@ func newImageBuildCommand() *cobra.Command {
 			return runImageBuild(cmd.Context(), f)
 		},
 	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", filepath.Join("_output", "images"), "output directory")
 	fl.StringSliceVar(&f.only, "only", imageKinds, "images to build: "+strings.Join(imageKinds, ","))
-	fl.StringVar(&f.debCache, "deb-cache", filepath.Join(cache, "lvms", "debs"), "cache of downloaded Debian packages")
+	fl.StringVar(&f.debCache, "deb-cache", defaultDebCache(), "cache of downloaded Debian packages")
 	fl.StringVar(&f.version, "version", "", "version stamped into lvms (default: git describe --tags --always --dirty)")
 	fl.StringVar(&f.commit, "commit", "", "commit stamped into lvms (default: git rev-parse HEAD)")
 	fl.StringVar(&f.lvmsRef, "lvms-ref", image.DefaultLvmsRef, "reference of the product image")
@@ -202,4 +197,15 @@ func newImagePushCommand() *cobra.Command {
 		"OCI archive written by image build",
 	)
 	return cmd
+}
+
+// defaultDebCache is where the image commands keep downloaded Debian packages by default:
+// ${XDG_CACHE_HOME:-~/.cache}/lvms/debs, beside the other tools' caches.
+func defaultDebCache() string {
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "lvms", "debs")
 }

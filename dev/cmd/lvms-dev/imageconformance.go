@@ -47,14 +47,9 @@ func newImageConformanceCommand() *cobra.Command {
 			return err
 		},
 	}
-	home, _ := os.UserHomeDir()
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		cache = filepath.Join(home, ".cache")
-	}
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", filepath.Join("_output", "conformance-images"), "output directory")
-	fl.StringVar(&debCache, "deb-cache", filepath.Join(cache, "lvms", "debs"), "cache of downloaded Debian packages")
+	fl.StringVar(&debCache, "deb-cache", defaultDebCache(), "cache of downloaded Debian packages")
 	fl.StringSliceVar(&s.Busybox, "busybox", nil, "busybox references the suite runs")
 	fl.StringSliceVar(&s.Agnhost, "agnhost", nil, "agnhost references the suite runs")
 	fl.StringVar(&s.AgnhostBinary, "agnhost-binary", "", "the agnhost program (hack/conformance-tools.sh)")

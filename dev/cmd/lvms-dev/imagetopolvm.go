@@ -48,14 +48,9 @@ func newImageTopoLVMCommand() *cobra.Command {
 			return nil
 		},
 	}
-	home, _ := os.UserHomeDir()
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		cache = filepath.Join(home, ".cache")
-	}
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", filepath.Join("_output", "topolvm-images"), "output directory")
-	fl.StringVar(&debCache, "deb-cache", filepath.Join(cache, "lvms", "debs"), "cache of downloaded Debian packages")
+	fl.StringVar(&debCache, "deb-cache", defaultDebCache(), "cache of downloaded Debian packages")
 	fl.StringVar(&dir, "topolvm-dir", "",
 		"directory of hypertopolvm and TopoLVM's LICENSE (default: the last line of bash hack/topolvm-tools.sh)")
 	return cmd
