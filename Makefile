@@ -201,14 +201,13 @@ bench-thinmeta: ## Thin-metadata Delta/Allocated benchmark (TestGuestBenchmark) 
 	bash hack/bench-thinmeta.sh
 
 .PHONY: tools
-tools: ## Install and build every tool the tests use (apt packages, kube binaries, CSI tools, linter, helm, promtool); cached.
+tools: ## Install and build every tool make test uses (apt packages, kube binaries, CSI tools, linter, helm, promtool); cached. The conformance suite (make test-more only) is built by make conformance itself.
 	bash hack/uml-deps.sh
 	bash hack/kube-assets.sh >/dev/null
 	bash hack/csi-tools.sh >/dev/null
 	bash hack/golangci-lint.sh >/dev/null
 	bash hack/helm.sh >/dev/null
 	bash hack/promtool.sh >/dev/null
-	bash hack/conformance-tools.sh >/dev/null
 
 .PHONY: kube-assets
 kube-assets: ## Build the pinned kube-apiserver, etcd, kubectl, kube-scheduler, kube-controller-manager.

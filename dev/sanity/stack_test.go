@@ -219,7 +219,7 @@ func (s *stack) startManager(t *testing.T, cfg *rest.Config, scheme *runtime.Sch
 		cancel()
 		return fmt.Errorf("node agent: %w", err)
 	}
-	if err := csicontroller.AddToManager(ctx, mgr, "unix://"+s.controllerSocket, nil); err != nil {
+	if err := csicontroller.AddToManager(ctx, mgr, "unix://"+s.controllerSocket, nil, ""); err != nil {
 		cancel()
 		return fmt.Errorf("CSI controller: %w", err)
 	}

@@ -50,6 +50,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			mgr,
 			o.CSISocket,
 			crossNodePolicy(o.CrossNodeRestore, mgr.GetCache(), o.Namespace),
+			o.Namespace,
 		); err != nil {
 			return err
 		}

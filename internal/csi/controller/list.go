@@ -22,7 +22,7 @@ import (
 const tokenPrefix = "after:"
 
 // ListVolumes lists the volumes (writable LogicalVolumes whose LV exists) in volume ID order, a page
-// of max_entries at a time. (CSI 1.13 moved a volume's condition to the health RPCs, not served yet.)
+// of max_entries at a time. (CSI 1.13 moved a volume's condition to the health RPCs: health.go.)
 func (s *Server) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
 	lvs, next, err := s.page(ctx, req.GetStartingToken(), req.GetMaxEntries(), func(lv *topolvmv1.LogicalVolume) bool {
 		return lv.Spec.AccessType != topolvmv1.AccessTypeReadOnly

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
 )
@@ -91,6 +92,9 @@ func setUp(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	if err := topolvmv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := lvmv1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	var err error

@@ -14,12 +14,12 @@ import (
 // AddToManager serves the CSI Identity and Controller services on endpoint (unix://path or a path) as a
 // runnable of mgr, reading through mgr's cache and writing with mgr's client: what `lvms operator` runs
 // for the external-provisioner, resizer and snapshotter sidecars, and what dev/sanity runs in a guest.
-// crossNode is Options.CrossNode.
+// crossNode is Options.CrossNode, namespace Options.Namespace.
 func AddToManager(ctx context.Context, mgr ctrl.Manager, endpoint string,
-	crossNode func(context.Context) (bool, error),
+	crossNode func(context.Context) (bool, error), namespace string,
 ) error {
 	ctl, err := New(ctx, Options{Client: mgr.GetClient(), Cache: mgr.GetCache(), APIReader: mgr.GetAPIReader(),
-		CrossNode: crossNode})
+		CrossNode: crossNode, Namespace: namespace})
 	if err != nil {
 		return fmt.Errorf("CSI controller service: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
 )
 
@@ -52,6 +53,10 @@ type Options struct {
 	// placed on another node than its source's, its data copied there by the node agents
 	// (sourcePlacement); false, or nil, keeps it on the source's node.
 	CrossNode func(context.Context) (bool, error)
+	// Namespace is where the node agents' LVMVolumeGroupNodeStatus objects live (the operator's
+	// namespace): the controller volume health reads the volume groups' state there. Empty leaves
+	// the volume groups out of the health (the node's existence and readiness are still read).
+	Namespace string
 }
 
 // Server is the CSI Controller service.
@@ -66,6 +71,8 @@ type Server struct {
 	events *notifier
 	// crossNode: Options.CrossNode.
 	crossNode func(context.Context) (bool, error)
+	// namespace: Options.Namespace.
+	namespace string
 }
 
 // New registers the LogicalVolume index and event handler on o.Cache and returns the service.
@@ -74,7 +81,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, errors.New("csi controller: Client and Cache are required")
 	}
 	s := &Server{client: o.Client, cache: o.Cache, api: o.APIReader, clock: o.Clock, events: newNotifier(),
-		crossNode: o.CrossNode}
+		crossNode: o.CrossNode, namespace: o.Namespace}
 	if s.api == nil {
 		s.api = o.Client
 	}
@@ -102,6 +109,17 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if _, err := o.Cache.GetInformer(ctx, nodeMetadata(), cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("get Node metadata informer: %w", err)
 	}
+	// The volume health reads Nodes' Ready condition (the operator caches Nodes anyway) and, in
+	// Namespace, the node agents' LVMVolumeGroupNodeStatus objects.
+	if _, err := o.Cache.GetInformer(ctx, &corev1.Node{}, cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("get Node informer: %w", err)
+	}
+	if o.Namespace != "" {
+		if _, err := o.Cache.GetInformer(ctx, &lvmv1alpha1.LVMVolumeGroupNodeStatus{},
+			cache.BlockUntilSynced(false)); err != nil {
+			return nil, fmt.Errorf("get LVMVolumeGroupNodeStatus informer: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -120,8 +138,8 @@ func nodeMetadata() *metav1.PartialObjectMetadata {
 	return m
 }
 
-// ControllerGetCapabilities advertises create/delete, expand, snapshots, clones, capacity, and listing
-// and getting volumes and snapshots.
+// ControllerGetCapabilities advertises create/delete, expand, snapshots, clones, capacity, listing
+// and getting volumes and snapshots, and volume health.
 func (s *Server) ControllerGetCapabilities(
 	context.Context,
 	*csi.ControllerGetCapabilitiesRequest,
@@ -138,6 +156,8 @@ func (s *Server) ControllerGetCapabilities(
 		csi.ControllerServiceCapability_RPC_GET_VOLUME,
 		csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
 		csi.ControllerServiceCapability_RPC_GET_SNAPSHOT,
+		csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH,
+		csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
 			Rpc: &csi.ControllerServiceCapability_RPC{Type: t},
