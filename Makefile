@@ -100,11 +100,12 @@ lint: ## Run golangci-lint (built once into the cache).
 	"$$(bash hack/golangci-lint.sh | tail -1)" run ./... && cd dev && "$$(bash ../hack/golangci-lint.sh | tail -1)" run ./...
 
 .PHONY: test
-test: ## What CI runs: the e2e on real lvm2 alone, then unit + envtest, fuzz, lvm2 in UML guests, csi-sanity, alert tests, verify (TEST_LANES=2: the e2e beside the rest). Installs what it needs; prints each phase's time.
+test: ## What CI runs: the e2e on real lvm2 alone, then unit + envtest, fuzz, lvm2 in UML guests with csi-sanity among them, alert tests, verify (TEST_LANES=2: the e2e beside the rest). Installs what it needs; prints each phase's time.
 	MAKE="$(MAKE)" bash hack/test.sh
 
 .PHONY: test-more
-test-more: ## What no longer fits make test's 90 min on two cores: the full e2e set, the storage conformance subset, then the upgrade test, each on a fresh dev cluster.
+test-more: ## What no longer fits make test's 90 min on two cores: the guest tests make test leaves out, the full e2e set, the storage conformance subset, then the upgrade test, each on a fresh dev cluster.
+	TEST_LVM_SET=full-only $(MAKE) test-lvm
 	$(MAKE) e2e-full
 	$(MAKE) conformance-subset
 	$(MAKE) upgrade

@@ -3,9 +3,9 @@
 # CI's .ci/run call).
 #
 # The tools phase runs first, then the e2e suite on a fresh dev cluster with nothing else on the
-# host, then the host phases one after another (test-unit, fuzz, test-lvm, sanity, check-dist,
-# test-rules, verify; verify after check-dist and test-rules, as it regenerates dist/, the chart and
-# the bundle in place, which they read). Each phase's output is also kept for failure_digest; a
+# host, then the host phases one after another (test-unit, fuzz, test-lvm with csi-sanity as one
+# more guest of its pool, check-dist, test-rules, verify; verify after check-dist and test-rules, as
+# it regenerates dist/, the chart and the bundle in place, which they read). Each phase's output is also kept for failure_digest; a
 # failing phase does not stop the others, so one run reports everything.
 #
 # The e2e runs alone because its single-CPU UML nodes are bound by the latency of their ptrace round
@@ -22,7 +22,11 @@ set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MAKE="${MAKE:-make}"
-HOST_PHASES=(test-unit fuzz test-lvm sanity check-dist test-rules verify)
+HOST_PHASES=(test-unit fuzz test-lvm check-dist test-rules verify)
+# csi-sanity (make sanity) runs inside test-lvm's pool of guests, as one more job beside the packages.
+export TEST_LVM_SANITY=1
+# test-lvm's core set: the guest tests of hack/test-lvm.sh's FULL_ONLY run in make test-more.
+export TEST_LVM_SET="${TEST_LVM_SET:-core}"
 WORK="$(mktemp -d)"
 START=${SECONDS}
 trap 'rm -rf "${WORK}"' EXIT

@@ -278,6 +278,8 @@ func (e *env) snapshot(name, class, claim string) *unstructured.Unstructured {
 }
 
 func testDeletionRemovesLV(t *testing.T) {
+	fullSetOnly(t, "a claim deleted by name removes its LogicalVolume and LV (GenericEphemeralVolume proves the "+
+		"same removal, of a claim its pod's deletion collects)")
 	e := newEnv(t)
 	e.claim("gone", thinClass, "1Gi", false, "")
 	e.pod("user", "gone", false, "", writeScript)
