@@ -52,7 +52,7 @@ func (s *Server) ControllerGetVolumeHealth(
 	if lv == nil || lv.Spec.AccessType == topolvmv1.AccessTypeReadOnly {
 		return nil, status.Errorf(codes.NotFound, "volume %s not found", id)
 	}
-	h, err := s.volumeHealth(ctx, lv)
+	h, err := s.volumeHealth(ctx, lv, nil)
 	if err != nil {
 		return nil, rpcError(err)
 	}
@@ -66,12 +66,12 @@ func (s *Server) ControllerListVolumeHealth(
 	req *csi.ControllerListVolumeHealthRequest,
 ) (*csi.ControllerListVolumeHealthResponse, error) {
 	var firstErr error
-	healths := map[string]*csi.VolumeHealth{}
+	healths, seen := map[string]*csi.VolumeHealth{}, map[string]nodeState{}
 	lvs, next, err := s.page(ctx, req.GetStartingToken(), req.GetMaxEntries(), func(lv *topolvmv1.LogicalVolume) bool {
 		if lv.Spec.AccessType == topolvmv1.AccessTypeReadOnly || firstErr != nil {
 			return false
 		}
-		h, err := s.volumeHealth(ctx, lv)
+		h, err := s.volumeHealth(ctx, lv, seen)
 		if err != nil {
 			firstErr = err
 			return false
@@ -92,28 +92,51 @@ func (s *Server) ControllerListVolumeHealth(
 	return resp, nil
 }
 
-// volumeHealth reads the volume's Node and its node's LVMVolumeGroupNodeStatus (in s.namespace;
-// none without one) from the cache and judges them with healthOf.
-func (s *Server) volumeHealth(ctx context.Context, lv *topolvmv1.LogicalVolume) (*csi.VolumeHealth, error) {
-	node := &corev1.Node{}
-	switch err := s.cache.Get(ctx, client.ObjectKey{Name: lv.Spec.NodeName}, node); {
-	case apierrors.IsNotFound(err):
-		node = nil
-	case err != nil:
-		return nil, fmt.Errorf("get Node %s: %w", lv.Spec.NodeName, err)
-	}
-	var nodeStatus *lvmv1alpha1.LVMVolumeGroupNodeStatus
-	if s.namespace != "" {
-		nodeStatus = &lvmv1alpha1.LVMVolumeGroupNodeStatus{}
-		key := client.ObjectKey{Namespace: s.namespace, Name: lv.Spec.NodeName}
-		switch err := s.cache.Get(ctx, key, nodeStatus); {
-		case apierrors.IsNotFound(err):
-			nodeStatus = nil
-		case err != nil:
-			return nil, fmt.Errorf("get LVMVolumeGroupNodeStatus %s: %w", key, err)
+// nodeState is what the health of a node's volumes is judged by: its Node (nil: none) and its
+// LVMVolumeGroupNodeStatus (nil: none, or no namespace to read it in).
+type nodeState struct {
+	node   *corev1.Node
+	status *lvmv1alpha1.LVMVolumeGroupNodeStatus
+}
+
+// volumeHealth judges lv with healthOf by its node's state, read from the cache once per node of a
+// call (seen, when not nil, keeps what was read).
+func (s *Server) volumeHealth(ctx context.Context, lv *topolvmv1.LogicalVolume,
+	seen map[string]nodeState) (*csi.VolumeHealth, error) {
+	st, ok := seen[lv.Spec.NodeName]
+	if !ok {
+		var err error
+		if st, err = s.readNodeState(ctx, lv.Spec.NodeName); err != nil {
+			return nil, err
+		}
+		if seen != nil {
+			seen[lv.Spec.NodeName] = st
 		}
 	}
-	return &csi.VolumeHealth{VolumeId: lv.Status.VolumeID, HealthStatuses: healthOf(lv, node, nodeStatus)}, nil
+	return &csi.VolumeHealth{VolumeId: lv.Status.VolumeID, HealthStatuses: healthOf(lv, st.node, st.status)}, nil
+}
+
+// readNodeState reads a node's Node and, in s.namespace, its LVMVolumeGroupNodeStatus from the cache.
+func (s *Server) readNodeState(ctx context.Context, name string) (nodeState, error) {
+	st := nodeState{node: &corev1.Node{}}
+	switch err := s.cache.Get(ctx, client.ObjectKey{Name: name}, st.node); {
+	case apierrors.IsNotFound(err):
+		st.node = nil
+	case err != nil:
+		return st, fmt.Errorf("get Node %s: %w", name, err)
+	}
+	if s.namespace == "" {
+		return st, nil
+	}
+	st.status = &lvmv1alpha1.LVMVolumeGroupNodeStatus{}
+	key := client.ObjectKey{Namespace: s.namespace, Name: name}
+	switch err := s.cache.Get(ctx, key, st.status); {
+	case apierrors.IsNotFound(err):
+		st.status = nil
+	case err != nil:
+		return st, fmt.Errorf("get LVMVolumeGroupNodeStatus %s: %w", key, err)
+	}
+	return st, nil
 }
 
 // healthOf judges a volume by its node (nil: no Node object) and that node's LVMVolumeGroupNodeStatus
