@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,16 +39,9 @@ func (s *Server) ControllerGetVolumeHealth(
 	ctx context.Context,
 	req *csi.ControllerGetVolumeHealthRequest,
 ) (*csi.ControllerGetVolumeHealthResponse, error) {
-	id := req.GetVolumeId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume ID is required")
-	}
-	lv, err := s.getByVolumeID(ctx, id)
+	lv, err := s.volumeByID(ctx, req.GetVolumeId())
 	if err != nil {
-		return nil, rpcError(err)
-	}
-	if lv == nil || lv.Spec.AccessType == topolvmv1.AccessTypeReadOnly {
-		return nil, status.Errorf(codes.NotFound, "volume %s not found", id)
+		return nil, err
 	}
 	h, err := s.volumeHealth(ctx, lv, nil)
 	if err != nil {

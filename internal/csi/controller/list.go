@@ -42,7 +42,16 @@ func (s *Server) ControllerGetVolume(
 	ctx context.Context,
 	req *csi.ControllerGetVolumeRequest,
 ) (*csi.ControllerGetVolumeResponse, error) {
-	id := req.GetVolumeId()
+	lv, err := s.volumeByID(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	return &csi.ControllerGetVolumeResponse{Volume: csiVolume(lv)}, nil
+}
+
+// volumeByID returns the writable LogicalVolume with volume ID id from the cache; InvalidArgument
+// for an empty ID, NotFound when no volume has it.
+func (s *Server) volumeByID(ctx context.Context, id string) (*topolvmv1.LogicalVolume, error) {
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID is required")
 	}
@@ -53,7 +62,7 @@ func (s *Server) ControllerGetVolume(
 	if lv == nil || lv.Spec.AccessType == topolvmv1.AccessTypeReadOnly {
 		return nil, status.Errorf(codes.NotFound, "volume %s not found", id)
 	}
-	return &csi.ControllerGetVolumeResponse{Volume: csiVolume(lv)}, nil
+	return lv, nil
 }
 
 // ListSnapshots lists the snapshots (read-only LogicalVolumes the CSI driver made) in snapshot ID
