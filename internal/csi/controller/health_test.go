@@ -149,7 +149,7 @@ func TestVolumeHealthRPCs(t *testing.T) {
 	mustDo(t, err)
 
 	var listed []string
-	for token, pages := "", 0; ; pages++ {
+	for token := ""; ; {
 		resp, err := health.ControllerListVolumeHealth(ctx,
 			&csi.ControllerListVolumeHealthRequest{MaxEntries: 1, StartingToken: token})
 		mustDo(t, err)
