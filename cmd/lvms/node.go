@@ -36,6 +36,7 @@ type nodeFlags struct {
 	clusterID              string
 	csiSocket, kubeletCSI  string
 	registrationSocket     string
+	registrationWait       time.Duration
 	kubeletDir             string
 	lvmdSocket             string
 	nsenter                bool
@@ -71,6 +72,9 @@ func newNodeCommand() *cobra.Command {
 		"the CSI socket's path as kubelet sees it")
 	fl.StringVar(&f.registrationSocket, "registration-socket", "/var/lib/kubelet/plugins_registry/topolvm.io-reg.sock",
 		"kubelet plugin registration socket; empty when a node-driver-registrar sidecar registers instead")
+	fl.DurationVar(&f.registrationWait, "registration-wait", nodeagent.DefaultRegistrationWait,
+		"register with the kubelet once the Node carries the capacity of each of its device classes, or after "+
+			"this long at most, so that the first CSIStorageCapacity of a new node is not zero (0: at once)")
 	fl.StringVar(&f.kubeletDir, "kubelet-dir", csinode.DefaultKubeletDir,
 		"the kubelet's root directory; CSI target paths outside it are refused")
 	fl.StringVar(&f.lvmdSocket, "lvmd-socket", "",
@@ -151,12 +155,22 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 		mountInfo = "proc/1/mountinfo"
 	}
 	if _, err := nodeagent.Setup(mgr, nodeagent.Options{
-		NodeName: f.nodeName, Namespace: f.namespace, Executor: exec.NewHost(hostOpts...), MountInfo: mountInfo,
-		LVMConfDir:  hostLVMConfDir(f.nsenter),
-		CSIEndpoint: f.csiSocket, RegistrationSocket: f.registrationSocket, KubeletCSIEndpoint: f.kubeletCSI,
-		LVMDSocket: f.lvmdSocket, KubeletDir: f.kubeletDir, ClusterID: f.clusterID,
-		SnapshotMetadataAddress: f.snapMetaAddr, SnapshotMetadataCertDir: f.snapMetaCertDir,
-		TransferAddress: f.transferAddr, TransferBandwidth: bandwidth.Value(),
+		NodeName:                f.nodeName,
+		Namespace:               f.namespace,
+		Executor:                exec.NewHost(hostOpts...),
+		MountInfo:               mountInfo,
+		LVMConfDir:              hostLVMConfDir(f.nsenter),
+		CSIEndpoint:             f.csiSocket,
+		RegistrationSocket:      f.registrationSocket,
+		KubeletCSIEndpoint:      f.kubeletCSI,
+		RegistrationWait:        f.registrationWait,
+		LVMDSocket:              f.lvmdSocket,
+		KubeletDir:              f.kubeletDir,
+		ClusterID:               f.clusterID,
+		SnapshotMetadataAddress: f.snapMetaAddr,
+		SnapshotMetadataCertDir: f.snapMetaCertDir,
+		TransferAddress:         f.transferAddr,
+		TransferBandwidth:       bandwidth.Value(),
 	}); err != nil {
 		return err
 	}

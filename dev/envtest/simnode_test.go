@@ -24,9 +24,9 @@ import (
 )
 
 // TestSimulatedNodes: a simulated node of the scale benchmark does towards the API server what a
-// node agent and its kubelet do: the Node and its CSINode, the LVMVolumeGroup finalizer, a Ready
-// status entry per volume group, the capacity annotations, and a LogicalVolume's LV created and
-// removed.
+// node agent and its kubelet do: the Node, its CSINode once the capacity is published, the
+// LVMVolumeGroup finalizer, a Ready status entry per volume group, the capacity annotations, and a
+// LogicalVolume's LV created and removed.
 func TestSimulatedNodes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -61,11 +61,25 @@ func TestSimulatedNodes(t *testing.T) {
 		_ = k8s.Delete(context.Background(), &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: node}})
 	})
 
-	var csiNode storagev1.CSINode
-	if err := k8s.Get(ctx, client.ObjectKey{Name: node}, &csiNode); err != nil ||
-		len(csiNode.Spec.Drivers) != 1 || csiNode.Spec.Drivers[0].Name != driver.Name {
-		t.Fatalf("CSINode %s: %+v, %v", node, csiNode.Spec, err)
-	}
+	// The simulated kubelet writes the CSINode when the agent registers: once the Node carries the
+	// capacity of the node's device class (read in that order, the annotation must be there).
+	eventually(t, "the CSINode, after the capacity annotation", func() string {
+		var csiNode storagev1.CSINode
+		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, &csiNode); err != nil {
+			return err.Error()
+		}
+		if len(csiNode.Spec.Drivers) != 1 || csiNode.Spec.Drivers[0].Name != driver.Name {
+			t.Fatalf("CSINode %s: %+v", node, csiNode.Spec)
+		}
+		var n corev1.Node
+		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+			return err.Error()
+		}
+		if _, ok := n.Annotations[driver.CapacityAnnotationPrefix+"simthin"]; !ok {
+			t.Fatalf("the CSINode exists before the capacity annotation: %v", n.Annotations)
+		}
+		return ""
+	})
 	eventually(t, "a Ready status entry, the finalizer and the capacity annotation", func() string {
 		var st lvmv1alpha1.LVMVolumeGroupNodeStatus
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: testNamespace, Name: node}, &st); err != nil {

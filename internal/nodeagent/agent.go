@@ -62,6 +62,10 @@ type Options struct {
 	RegistrationSocket string
 	// KubeletCSIEndpoint is the CSI socket path as kubelet sees it (for registration).
 	KubeletCSIEndpoint string
+	// RegistrationWait holds the registration back, for at most this long, until the Node carries
+	// the capacity of every device class of the node (CapacityPublished; DefaultRegistrationWait in
+	// production); 0 registers at once. Only with the volume-group manager.
+	RegistrationWait time.Duration
 	// LVMDSocket is the unix socket of an lvmd running outside the agent (`lvms lvmd`, TopoLVM's
 	// "lvmd as a systemd service"): the agent uses it instead of its own lvmd and runs no
 	// volume-group manager (the external lvmd's configuration names the volume groups). Empty runs
@@ -116,10 +120,13 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ready func(context.Context) (bool, error)
 	if o.StaticConfig == nil && o.LVMDSocket == "" {
-		if err := setupVGManager(mgr, o, a.Classes, a.LVMD.MarkStale); err != nil {
+		vgm, err := setupVGManager(mgr, o, a.Classes, a.LVMD.MarkStale)
+		if err != nil {
 			return nil, err
 		}
+		ready = CapacityPublished(mgr.GetClient(), o.NodeName, vgm.Classes)
 	}
 	fetch, err := setupTransfer(mgr, o, a)
 	if err != nil {
@@ -134,7 +141,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 	if err := lvr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up LogicalVolume reconciler: %w", err)
 	}
-	if err := setupCSI(mgr, o, be); err != nil {
+	if err := setupCSI(mgr, o, be, ready); err != nil {
 		return nil, err
 	}
 	if err := setupSnapshotMetadata(mgr, o, a); err != nil {
@@ -223,7 +230,9 @@ func setupLVMD(mgr ctrl.Manager, o Options) (*Agent, backend, error) {
 	return &Agent{LVMD: svc, Classes: classes}, svc, nil
 }
 
-func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManager, stateChanged func()) error {
+func setupVGManager(
+	mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManager, stateChanged func(),
+) (*vgmanager.Reconciler, error) {
 	var devOpts []devices.Option
 	if o.MountInfo != "" {
 		devOpts = append(devOpts, devices.WithMountInfo(o.MountInfo))
@@ -242,12 +251,14 @@ func setupVGManager(mgr ctrl.Manager, o Options, classes *lvmd.DeviceClassManage
 		Namespace:    o.Namespace,
 	})
 	if err := vgm.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up volume-group manager: %w", err)
+		return nil, fmt.Errorf("set up volume-group manager: %w", err)
 	}
-	return nil
+	return vgm, nil
 }
 
-func setupCSI(mgr ctrl.Manager, o Options, svc backend) error {
+// setupCSI adds the CSI node service and the kubelet plugin registration, held back by ready (nil
+// registers at once).
+func setupCSI(mgr ctrl.Manager, o Options, svc backend, ready func(context.Context) (bool, error)) error {
 	mounter := o.Mounter
 	if mounter == nil {
 		mounter = mount.New("")
@@ -275,7 +286,9 @@ func setupCSI(mgr ctrl.Manager, o Options, svc backend) error {
 	if o.RegistrationSocket == "" {
 		return nil
 	}
-	reg := NewRegistration(RegistrationOptions{SocketPath: o.RegistrationSocket, Endpoint: o.KubeletCSIEndpoint})
+	reg := NewRegistration(RegistrationOptions{
+		SocketPath: o.RegistrationSocket, Endpoint: o.KubeletCSIEndpoint, Ready: ready, Wait: o.RegistrationWait,
+	})
 	if err := mgr.Add(reg); err != nil {
 		return fmt.Errorf("add plugin registration: %w", err)
 	}

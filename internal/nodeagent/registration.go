@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -34,6 +35,10 @@ type RegistrationOptions struct {
 	Endpoint string
 	// GracePeriod bounds the graceful stop of the server (default lvmcsi.DefaultGracePeriod).
 	GracePeriod time.Duration
+	// Ready, when set, holds the registration back until it returns true (CapacityPublished), for
+	// at most Wait; errors count as false. Nil or a Wait of 0 registers at once.
+	Ready func(context.Context) (bool, error)
+	Wait  time.Duration
 }
 
 // RegistrationStatus is what the kubelet last reported about the registration.
@@ -55,6 +60,8 @@ type Registration struct {
 	socket   string
 	endpoint string
 	grace    time.Duration
+	ready    func(context.Context) (bool, error)
+	wait     time.Duration
 
 	mu     sync.Mutex
 	status RegistrationStatus
@@ -71,7 +78,7 @@ func NewRegistration(o RegistrationOptions) *Registration {
 	if o.GracePeriod <= 0 {
 		o.GracePeriod = rpcserver.DefaultGracePeriod
 	}
-	return &Registration{socket: o.SocketPath, endpoint: o.Endpoint, grace: o.GracePeriod}
+	return &Registration{socket: o.SocketPath, endpoint: o.Endpoint, grace: o.GracePeriod, ready: o.Ready, wait: o.Wait}
 }
 
 // GetInfo identifies the driver to the kubelet as a CSI plugin.
@@ -111,9 +118,12 @@ func (r *Registration) Status() RegistrationStatus {
 // NeedLeaderElection is false: every node agent registers with its own kubelet.
 func (r *Registration) NeedLeaderElection() bool { return false }
 
-// Start serves the registration API on the socket until ctx ends. Calls are logged with the logger
-// of ctx.
+// Start serves the registration API on the socket until ctx ends, once Ready allows it or Wait
+// has passed. Calls are logged with the logger of ctx.
 func (r *Registration) Start(ctx context.Context) error {
+	if !WaitToRegister(ctx, r.ready, r.wait) {
+		return nil // stopped while waiting
+	}
 	srv, err := rpcserver.New(r.socket, ctrl.LoggerFrom(ctx).WithName("plugin-registration"))
 	if err != nil {
 		return fmt.Errorf("plugin registration server: %w", err)
@@ -124,4 +134,35 @@ func (r *Registration) Start(ctx context.Context) error {
 		return fmt.Errorf("plugin registration server: %w", err)
 	}
 	return nil
+}
+
+// WaitToRegister blocks until ready returns true (errors count as false) or bound has passed, and
+// logs which; it returns false when ctx ended first. A nil ready or a bound of 0 returns at once.
+// Registration.Start waits with it; so does the scale benchmark's simulated kubelet.
+func WaitToRegister(ctx context.Context, ready func(context.Context) (bool, error), bound time.Duration) bool {
+	if ready == nil || bound <= 0 {
+		return true
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("driver", driver.Name)
+	start := time.Now()
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, registrationPoll, bound, true, func(ctx context.Context) (bool, error) {
+		ok, err := ready(ctx)
+		lastErr = err
+		return ok, nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case err != nil:
+		kv := []any{"waited", bound}
+		if lastErr != nil {
+			kv = append(kv, "lastError", lastErr.Error())
+		}
+		log.Info("Registering with the kubelet before the node's capacity is published", kv...)
+	default:
+		log.Info("Registering with the kubelet: the node's capacity is published",
+			"waited", time.Since(start).Round(time.Millisecond))
+	}
+	return true
 }

@@ -40,6 +40,9 @@ type info struct {
 	SimWorkers      int       `json:"simWorkers"`
 	// EveryVolumeGroupUpdate: the simulated agents did not filter LVMVolumeGroup updates.
 	EveryVolumeGroupUpdate bool `json:"everyVolumeGroupUpdate"`
+	// RegisterAtOnce: the simulated agents registered when added, not once their capacity was
+	// published.
+	RegisterAtOnce bool `json:"registerAtOnce"`
 }
 
 // bench is one benchmark run: the components it started and its clients.
@@ -79,6 +82,7 @@ func newBench(ctx context.Context, o options) (b *bench, err error) {
 		Disks:                  "/dev/ubda, /dev/ubdb of " + o.diskSize + " each",
 		SimWorkers:             o.simWorkers,
 		EveryVolumeGroupUpdate: o.unfiltered,
+		RegisterAtOnce:         o.atOnce,
 	}
 	defer func() {
 		if err != nil {
@@ -149,7 +153,8 @@ func (b *bench) startFleet(ctx context.Context, clusterID string) error {
 	}
 	b.fleet, err = simnode.New(b.mgr, simnode.Options{
 		Namespace: b.o.namespace, ClusterID: clusterID, Workers: b.o.simWorkers, EveryVolumeGroupUpdate: b.o.unfiltered,
-		Disks: []simnode.Disk{{Path: "/dev/ubda", Size: size}, {Path: "/dev/ubdb", Size: size}},
+		RegisterAtOnce: b.o.atOnce,
+		Disks:          []simnode.Disk{{Path: "/dev/ubda", Size: size}, {Path: "/dev/ubdb", Size: size}},
 	})
 	if err != nil {
 		return err

@@ -44,6 +44,7 @@ type options struct {
 	convergeLimit time.Duration
 	diskSize      string
 	unfiltered    bool
+	atOnce        bool
 }
 
 func parseFlags() (options, error) {
@@ -70,6 +71,8 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.diskSize, "disk-size", "1Ti", "size of each simulated disk (/dev/ubda, /dev/ubdb)")
 	flag.BoolVar(&o.unfiltered, "every-volume-group-update", false,
 		"simulated agents reconcile every LVMVolumeGroup update, as before vgmanager.VolumeGroupUpdateMatters")
+	flag.BoolVar(&o.atOnce, "register-at-once", false,
+		"simulated agents register (their CSINode) when added, as before nodeagent.CapacityPublished held it back")
 	flag.Parse()
 	for s := range strings.SplitSeq(steps, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

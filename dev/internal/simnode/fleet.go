@@ -35,6 +35,10 @@ type Options struct {
 	// EveryVolumeGroupUpdate queues every update of an LVMVolumeGroup for every node, as the node
 	// agent did before vgmanager.VolumeGroupUpdateMatters filtered them (to measure the difference).
 	EveryVolumeGroupUpdate bool
+	// RegisterAtOnce writes a node's CSINode (the kubelet's record of the driver's registration)
+	// when the node is added, as the agent registered before nodeagent.CapacityPublished held it
+	// back; otherwise the CSINode follows the agent's wait (nodeagent.WaitToRegister).
+	RegisterAtOnce bool
 }
 
 // key is one reconcile of one node.

@@ -9,17 +9,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/driver"
+	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
 )
 
 // KwokAnnotation marks the Nodes kwok keeps Ready (kwok --manage-nodes-with-annotation-selector).
 const KwokAnnotation = "kwok.x-k8s.io/node"
 
-// AddNode creates Node name (kwok keeps it Ready) and its CSINode, and starts its agent: the agent
-// then reconciles every LVMVolumeGroup, as a real agent does when its caches first sync.
+// AddNode creates Node name (kwok keeps it Ready) and starts its agent: the agent then reconciles
+// every LVMVolumeGroup, as a real agent does when its caches first sync, and the node's CSINode is
+// written when the agent would register with the kubelet (Options.RegisterAtOnce).
 func (f *Fleet) AddNode(ctx context.Context, name string) error {
 	select {
 	case <-f.started:
@@ -38,8 +41,10 @@ func (f *Fleet) AddNode(ctx context.Context, name string) error {
 	} else if err != nil {
 		return fmt.Errorf("create Node %s: %w", name, err)
 	}
-	if err := c.Create(ctx, csiNode(nodeObj)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create CSINode %s: %w", name, err)
+	if f.o.RegisterAtOnce {
+		if err := createCSINode(ctx, c, nodeObj); err != nil {
+			return err
+		}
 	}
 	n, err := f.newNode(name)
 	if err != nil {
@@ -53,12 +58,36 @@ func (f *Fleet) AddNode(ctx context.Context, name string) error {
 	f.nodes[name] = n
 	f.mu.Unlock()
 	n.run(f.ctx)
+	if !f.o.RegisterAtOnce {
+		go f.register(n, nodeObj)
+	}
 	var vgs lvmv1alpha1.LVMVolumeGroupList
 	if err := c.List(ctx, &vgs, client.InNamespace(f.o.Namespace)); err != nil {
 		return fmt.Errorf("list LVMVolumeGroups: %w", err)
 	}
 	for _, vg := range vgs.Items {
 		f.vgq.Add(key{node: name, name: vg.Name})
+	}
+	return nil
+}
+
+// register writes the CSINode of node n once its agent would register with the kubelet: when the
+// Node carries the capacity of each of its device classes, or after nodeagent.DefaultRegistrationWait.
+func (f *Fleet) register(n *node, nodeObj *corev1.Node) {
+	ctx := ctrl.LoggerInto(f.ctx, ctrl.Log.WithName("simnode").WithValues("node", n.name))
+	ready := nodeagent.CapacityPublished(f.mgr.GetClient(), n.name, n.vgm.Classes)
+	if !nodeagent.WaitToRegister(ctx, ready, nodeagent.DefaultRegistrationWait) {
+		return
+	}
+	if err := createCSINode(ctx, f.mgr.GetClient(), nodeObj); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Registering the simulated node failed")
+	}
+}
+
+// createCSINode writes the CSINode the kubelet writes once the driver registered on nodeObj.
+func createCSINode(ctx context.Context, c client.Client, nodeObj *corev1.Node) error {
+	if err := c.Create(ctx, csiNode(nodeObj)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create CSINode %s: %w", nodeObj.Name, err)
 	}
 	return nil
 }
