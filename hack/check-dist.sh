@@ -61,7 +61,9 @@ fi
 "${helm}" template lvms "${chart}" --kube-version 1.37.0 --namespace storage-x --set snapshotMetadata.enabled=true \
 	--set schedulerExtender.enabled=true \
 	--set image.repository=registry.example.test/lvms --set image.digest="${digest}" >"${out}/snapmeta.yaml"
-if grep -q "lvms-snapshot-metadata\|--snapshot-metadata\|snapshotmetadataservices" "${out}/default.yaml" "${out}/extender.yaml"; then
+# (An object named lvms-snapshot-metadata; the node agents' NetworkPolicy names its pods' label as a peer.)
+if grep -q -e "^  name: lvms-snapshot-metadata" -e "--snapshot-metadata" -e "snapshotmetadataservices" \
+	"${out}/default.yaml" "${out}/extender.yaml"; then
 	echo "check-dist: FAIL: the chart renders the snapshot metadata service with snapshotMetadata.enabled=false" >&2
 	fail=1
 fi
@@ -90,10 +92,10 @@ for want in "name: lvms-evacuator$" "name: lvms-evacuator-leader-election$" "- e
 	grep -q -e "${want}" "${out}/evacuator.yaml" ||
 		{ echo "check-dist: FAIL: evacuator.enabled=true does not render ${want}" >&2; fail=1; }
 done
-# In storage-x: the ServiceAccount, the Deployment and the subjects of both bindings.
+# In storage-x: the ServiceAccount, the Deployment, the NetworkPolicy and the subjects of both bindings.
 in_ns="$(grep -A1 -e "^  name: lvms-evacuator$" "${out}/evacuator.yaml" | grep -c "^  namespace: 'storage-x'$" || true)"
-[[ "${in_ns}" == 4 ]] ||
-	{ echo "check-dist: FAIL: ${in_ns} of the evacuator's ServiceAccount, Deployment and binding subjects are in storage-x, want 4" >&2; fail=1; }
+[[ "${in_ns}" == 5 ]] ||
+	{ echo "check-dist: FAIL: ${in_ns} of the evacuator's ServiceAccount, Deployment, NetworkPolicy and binding subjects are in storage-x, want 5" >&2; fail=1; }
 images() { grep -c "image: 'registry.example.test/lvms@${digest}'" "$1" || true; }
 [[ "$(images "${out}/evacuator.yaml")" == "$(($(images "${out}/custom.yaml") + 1))" ]] ||
 	{ echo "check-dist: FAIL: with evacuator.enabled=true the evacuator does not run the release's image" >&2; fail=1; }

@@ -5,13 +5,16 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -185,4 +188,47 @@ func TestNodeAgentBoundToItsNode(t *testing.T) {
 				n, node.Annotations)
 		}
 	}
+}
+
+// TestNetworkPoliciesSelectEveryPod: the install's NetworkPolicies (config/network-policy and the
+// components') are in place and select every running pod of the product, so every other test of
+// this run exercises the product with them in place. (The dev cluster's network does not enforce
+// NetworkPolicies; which ports they admit from whom is checked in
+// internal/controller/lvmcluster's TestNetworkPoliciesAdmitWhatEachPodServes.)
+func TestNetworkPoliciesSelectEveryPod(t *testing.T) {
+	e := newEnv(t)
+	var policies networkingv1.NetworkPolicyList
+	if err := e.c.List(e.ctx(), &policies, client.InNamespace(operatorNS)); err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	if err := e.c.List(e.ctx(), &pods, client.InNamespace(operatorNS)); err != nil {
+		t.Fatal(err)
+	}
+	checked := map[string]int{}
+	for _, p := range pods.Items {
+		name := p.Labels["app.kubernetes.io/name"]
+		if !strings.HasPrefix(name, "lvms-") || name == "lvms-scheduler" || p.Status.Phase != corev1.PodRunning {
+			continue // the scheduler extender runs on the host network, where policies do not apply
+		}
+		selected := false
+		for _, np := range policies.Items {
+			sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			selected = selected || (sel.Matches(labels.Set(p.Labels)) &&
+				slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress))
+		}
+		if !selected {
+			t.Errorf("pod %s (%s): no NetworkPolicy selects it", p.Name, name)
+		}
+		checked[name]++
+	}
+	for _, want := range []string{"lvms-operator", "lvms-node"} {
+		if checked[want] == 0 {
+			t.Errorf("no running %s pod to check (checked %v)", want, checked)
+		}
+	}
+	t.Logf("%d NetworkPolicies; running pods checked: %v", len(policies.Items), checked)
 }

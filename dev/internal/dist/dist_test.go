@@ -119,8 +119,9 @@ func TestBundleValidates(t *testing.T) {
 	}
 }
 
-// TestBundleCarriesExtraObjects: under OLM the metrics Services, the snapshot metadata Service and
-// the reader ClusterRole, which the CSV cannot describe, travel as manifests of their own; the
+// TestBundleCarriesExtraObjects: under OLM the metrics Services, the snapshot metadata Service, the
+// NetworkPolicies and the reader ClusterRoles, which the CSV cannot describe, travel as manifests of
+// their own; the
 // webhook Service does not (OLM creates its own from the webhookdefinitions).
 func TestBundleCarriesExtraObjects(t *testing.T) {
 	bundle, errs := validateBundle(t, repoFiles(t))
@@ -137,8 +138,9 @@ func TestBundleCarriesExtraObjects(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	want := []string{"ClusterRole/lvms-metrics-reader", "ClusterRole/lvms-profile-reader", "Service/lvms-node-metrics",
-		"Service/lvms-operator-metrics", "Service/lvms-snapshot-metadata"}
+	want := []string{"ClusterRole/lvms-metrics-reader", "ClusterRole/lvms-profile-reader",
+		"NetworkPolicy/lvms-node", "NetworkPolicy/lvms-operator", "NetworkPolicy/lvms-snapshot-metadata",
+		"Service/lvms-node-metrics", "Service/lvms-operator-metrics", "Service/lvms-snapshot-metadata"}
 	if !slices.Equal(got, want) {
 		t.Errorf("bundle objects besides the CSV and CRDs: %q, want %q", got, want)
 	}

@@ -38,12 +38,13 @@ const operatorContainer = "operator"
 // service account they name, lvms-snapshot-metadata too, which no CSV deployment runs), the webhook
 // Service and configuration (from webhookdefinitions, with a certificate it manages, so the Secret
 // the self-signed mode keeps its certificate in is left out). The other Services (the metrics
-// Services, lvms-snapshot-metadata) and the ClusterRoles nothing binds travel as manifests of their
-// own (extraManifests). The admission policy that keeps each node agent to its own node is not in
+// Services, lvms-snapshot-metadata), the NetworkPolicies (a kind bundles carry since
+// operator-registry v1.55.0) and the ClusterRoles nothing binds travel as manifests of their own
+// (extraManifests). The admission policy that keeps each node agent to its own node is not in
 // the install: the operator writes it (OLM creates no admission policies from a bundle).
 var bundleKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "Role", "ClusterRole",
 	"RoleBinding", "ClusterRoleBinding", "Service", "Secret", "Deployment", "ValidatingWebhookConfiguration",
-	"MutatingWebhookConfiguration"}
+	"MutatingWebhookConfiguration", "NetworkPolicy"}
 
 // bundleFiles renders the OLM bundle (registry+v1) of bundleInstall: the ClusterServiceVersion, the
 // CRDs, the extra manifests and the annotations. The scheduler extender stays out of the bundle (it
@@ -104,7 +105,7 @@ const webhookPortName = "webhook"
 
 // extraManifests are the install's objects the CSV does not describe, which OLM creates from the
 // bundle as they are (the namespaced ones in the operator namespace): every Service but the
-// webhook's, and every ClusterRole no binding of the install refers to (lvms-metrics-reader and
+// webhook's, every NetworkPolicy, and every ClusterRole no binding of the install refers to (lvms-metrics-reader and
 // lvms-profile-reader, for users to bind). Keyed by the file names operator-sdk gives them: <name>_<group>_<version>_<kind>.
 func extraManifests(inst *Install) (map[string][]byte, error) {
 	bound := map[string]bool{}
@@ -131,6 +132,7 @@ func extraManifests(inst *Install) (map[string][]byte, error) {
 			objs = append(objs, svc)
 		}
 	}
+	objs = append(objs, inst.find("NetworkPolicy")...)
 	files := map[string][]byte{}
 	for _, o := range objs {
 		gv := strings.ReplaceAll(o.GetAPIVersion(), "/", "_")
