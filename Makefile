@@ -67,7 +67,7 @@ generate: ## Generate deepcopy and apply-configuration code for the API, and lvm
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook manifests under config/, and docs/rbac.md from the RBAC.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=lvms-operator paths=./cmd/lvms/... paths=./internal/operator/... paths=./internal/controller/lvmcluster/... paths=./internal/controller/noderemoval/... paths=./internal/controller/claimevents/... paths=./internal/csi/controller/... paths=./internal/controller/transfertoken/... paths=./internal/webhook/... output:rbac:artifacts:config=config/rbac/operator
+	$(CONTROLLER_GEN) rbac:roleName=lvms-operator paths=./cmd/lvms/... paths=./internal/operator/... paths=./internal/controller/lvmcluster/... paths=./internal/controller/noderemoval/... paths=./internal/controller/vgcleanup/... paths=./internal/controller/claimevents/... paths=./internal/csi/controller/... paths=./internal/controller/transfertoken/... paths=./internal/webhook/... output:rbac:artifacts:config=config/rbac/operator
 	$(CONTROLLER_GEN) rbac:roleName=lvms-node paths=./internal/controller/vgmanager/... paths=./internal/controller/logicalvolume/... paths=./internal/nodeagent/... output:rbac:artifacts:config=config/rbac/node
 	$(CONTROLLER_GEN) webhook paths=./internal/... output:webhook:artifacts:config=config/webhook
 	bash hack/lvms-dev.sh rbac-doc

@@ -47,9 +47,17 @@ type LVMVolumeGroupStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// CleanupFinalizerPrefix is the prefix of the per-node finalizer a node agent puts on an
-// LVMVolumeGroup while it has the volume group; the node name follows it.
+// CleanupFinalizerPrefix is the prefix of the per-node finalizer node agents put on an
+// LVMVolumeGroup while they had the volume group, before VolumeGroupCleanupFinalizer; the node name
+// follows it. Agents no longer add it; each removes its own where an older agent left it.
 const CleanupFinalizerPrefix = "cleanup.vgmanager.node.topolvm.io/"
+
+// VolumeGroupCleanupFinalizer is the operator's one finalizer on each LVMVolumeGroup it makes: it
+// holds a deleted LVMVolumeGroup until no node's LVMVolumeGroupNodeStatus has an entry for it. A
+// node agent writes its entry before it builds the volume group and drops it once the volume group
+// is torn down, so the entries are the per-node claims that per-node finalizers on the shared
+// object were (each of which rewrote the object and went to every agent watching it).
+const VolumeGroupCleanupFinalizer = "lvm.topolvm.io/volume-group-cleanup"
 
 // WipedAnnotationPrefix is the prefix of the annotation a node agent writes on an LVMVolumeGroup
 // right after its one-time wipe (deviceSelector.forceWipeDevicesAndDestroyAllData); the node name

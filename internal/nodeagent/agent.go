@@ -238,11 +238,12 @@ func setupVGManager(
 		devOpts = append(devOpts, devices.WithMountInfo(o.MountInfo))
 	}
 	vgm := vgmanager.New(vgmanager.Options{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("lvms-node"),
-		Disks:    devices.NewHost(o.Executor, o.HostFS, devOpts...),
-		LVM:      lvm.New(o.Executor).WithConfig(o.lvmConfig),
-		Sink:     classes,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("lvms-node"),
+		Disks:     devices.NewHost(o.Executor, o.HostFS, devOpts...),
+		LVM:       lvm.New(o.Executor).WithConfig(o.lvmConfig),
+		Sink:      classes,
 		// The classes are fed after every reconcile but change rarely; a changed volume group
 		// must reach lvmd's cache even when its class did not change.
 		StateChanged: stateChanged,

@@ -12,6 +12,7 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/controller/claimevents"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
 	"github.com/lvm-operator/lvm-operator/internal/controller/noderemoval"
+	"github.com/lvm-operator/lvm-operator/internal/controller/vgcleanup"
 	csicontroller "github.com/lvm-operator/lvm-operator/internal/csi/controller"
 	lvmswebhook "github.com/lvm-operator/lvm-operator/internal/webhook"
 )
@@ -98,6 +99,9 @@ func setupControllers(mgr ctrl.Manager, o Options, cluster string) error {
 	})
 	if err := removal.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up node-removal controller: %w", err)
+	}
+	if err := vgcleanup.New(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up volume group release: %w", err)
 	}
 	if err := claimevents.Setup(mgr, claimevents.Options{Namespace: o.Namespace}); err != nil {
 		return fmt.Errorf("set up claim events controller: %w", err)

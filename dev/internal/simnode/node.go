@@ -77,7 +77,8 @@ func (f *Fleet) newNode(name string) (*node, error) {
 	}
 	c := f.mgr.GetClient()
 	vgm := vgmanager.New(vgmanager.Options{
-		Client: c, Recorder: f.mgr.GetEventRecorder("lvms-node"), Disks: disks, LVM: lvm.New(fake),
+		Client: c, APIReader: f.mgr.GetAPIReader(), Recorder: f.mgr.GetEventRecorder("lvms-node"), Disks: disks,
+		LVM:  lvm.New(fake),
 		Sink: classes, StateChanged: svc.MarkStale, NodeName: name, ClusterID: f.o.ClusterID,
 		Namespace: f.o.Namespace, ResolvePath: func(p string) (string, error) { return p, nil },
 	})

@@ -2,6 +2,7 @@ package lvmcluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,16 +49,27 @@ func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 	if err := k8s.Create(ctx, onCopy); err != nil {
 		t.Fatalf("create PVC: %v", err)
 	}
-	// Play a node agent that has not torn its volume group down yet.
+	// Play a node agent that has not torn its volume group down yet: its claim is its entry in its
+	// node status, and the operator's finalizer holds the LVMVolumeGroup while it is there.
 	vg := &lvmv1alpha1.LVMVolumeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "vg1"}}
-	const nodeFinalizer = "test.lvms/node-agent"
-	eventually(t, "hold the LVMVolumeGroup", func(ctx context.Context) error {
+	eventually(t, "the operator's finalizer on the LVMVolumeGroup", func(ctx context.Context) error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); err != nil {
 			return err
 		}
-		vg.Finalizers = append(vg.Finalizers, nodeFinalizer)
-		return k8s.Update(ctx, vg)
+		if !slices.Contains(vg.Finalizers, lvmv1alpha1.VolumeGroupCleanupFinalizer) {
+			return fmt.Errorf("finalizers %v", vg.Finalizers)
+		}
+		return nil
 	})
+	claim := &lvmv1alpha1.LVMVolumeGroupNodeStatus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "node-holding-vg1"},
+		Spec: lvmv1alpha1.LVMVolumeGroupNodeStatusSpec{LiveNodeStatus: []lvmv1alpha1.VGStatus{
+			{Name: "vg1", Status: lvmv1alpha1.VGStatusReady},
+		}},
+	}
+	if err := k8s.Create(ctx, claim); err != nil {
+		t.Fatalf("create the node's claim: %v", err)
+	}
 	if err := k8s.Delete(ctx, c); err != nil {
 		t.Fatalf("delete LVMCluster: %v", err)
 	}
@@ -89,15 +101,25 @@ func testDeletion(t *testing.T, c *lvmv1alpha1.LVMCluster) {
 		}
 		return nil
 	})
-	eventually(t, "release the LVMVolumeGroup", func(ctx context.Context) error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); apierrors.IsNotFound(err) {
-			return nil
-		} else if err != nil {
+	// Being deleted, the LVMVolumeGroup stays while the node claims it.
+	eventually(t, "the LVMVolumeGroup being deleted", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vg), vg); err != nil {
 			return err
 		}
-		vg.Finalizers = slices.DeleteFunc(vg.Finalizers, func(f string) bool { return f == nodeFinalizer })
-		return k8s.Update(ctx, vg)
+		if vg.DeletionTimestamp.IsZero() {
+			return errors.New("not deleted yet")
+		}
+		return nil
 	})
+	consistently(t, "the claimed LVMVolumeGroup stays", func(ctx context.Context) error {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(vg), &lvmv1alpha1.LVMVolumeGroup{})
+	})
+	// The nodes tore the volume group down (this one and those the status tests played): their
+	// entries go, and with them the LVMVolumeGroup.
+	if err := k8s.DeleteAllOf(ctx, &lvmv1alpha1.LVMVolumeGroupNodeStatus{},
+		client.InNamespace(operatorNamespace)); err != nil {
+		t.Fatalf("drop the nodes' claims: %v", err)
+	}
 	eventually(t, "LVMCluster and operands gone", func(ctx context.Context) error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &lvmv1alpha1.LVMCluster{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("LVMCluster: %w", err)

@@ -26,6 +26,7 @@ import (
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/controller/lvmcluster"
+	"github.com/lvm-operator/lvm-operator/internal/controller/vgcleanup"
 	"github.com/lvm-operator/lvm-operator/internal/testing/apiserver"
 	lvmswebhook "github.com/lvm-operator/lvm-operator/internal/webhook"
 )
@@ -116,6 +117,10 @@ func startManager(
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setup controller: %w", err)
 	}
+	// As the operator: the release of deleted LVMVolumeGroups no node claims.
+	if err := vgcleanup.New(mgr.GetClient(), mgr.GetAPIReader(), operatorNamespace).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setup volume group release: %w", err)
+	}
 	if err := lvmswebhook.Setup(mgr, operatorNamespace); err != nil {
 		return fmt.Errorf("setup webhook: %w", err)
 	}
@@ -150,5 +155,16 @@ func eventually(t *testing.T, what string, check func(ctx context.Context) error
 			return
 		}
 		t.Fatalf("%s: %v (last: %v)", what, err, last)
+	}
+}
+
+// consistently checks, every 50 ms for 2 s, that check keeps returning nil: a controller running in
+// the background must leave something as it is.
+func consistently(t *testing.T, what string, check func(ctx context.Context) error) {
+	t.Helper()
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if err := check(context.Background()); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
@@ -63,6 +64,7 @@ func volumeGroupFor(
 	return lvmv1alpha1ac.LVMVolumeGroup(dc.Name, namespace).
 		WithLabels(ownerLabels(c)).
 		WithOwnerReferences(controllerRef(c)).
+		WithFinalizers(lvmv1alpha1.VolumeGroupCleanupFinalizer).
 		WithSpec(spec)
 }
 
@@ -71,15 +73,37 @@ func applyVolumeGroups(ctx context.Context, s *scope) error {
 	for i := range s.cluster.Spec.Storage.DeviceClasses {
 		dc := &s.cluster.Spec.Storage.DeviceClasses[i]
 		wanted[dc.Name] = true
+		deleting, err := beingDeleted(ctx, s, dc.Name)
+		if err != nil {
+			return err
+		}
+		if deleting {
+			// Made again once it is gone (its deletion brings the LVMCluster back): an object being
+			// deleted takes no new finalizer, and the nodes are tearing its volume group down.
+			continue
+		}
 		if err := applyOperand(ctx, s.client, volumeGroupFor(s.cluster, dc, s.opts.Namespace)); err != nil {
 			return fmt.Errorf("apply LVMVolumeGroup %s/%s: %w", s.opts.Namespace, dc.Name, err)
 		}
 	}
-	// A removed device class: deleting its LVMVolumeGroup makes every node tear the VG down (their
-	// per-node finalizers hold the object until then).
+	// A removed device class: deleting its LVMVolumeGroup makes every node tear the VG down (the
+	// operator's finalizer holds the object until no node claims it: internal/controller/vgcleanup).
 	return deleteStale(ctx, s, &lvmv1alpha1.LVMVolumeGroupList{}, wanted, client.InNamespace(s.opts.Namespace))
 }
 
 func removeVolumeGroups(ctx context.Context, s *scope) (bool, error) {
 	return removeLabelled(&lvmv1alpha1.LVMVolumeGroupList{}, client.InNamespace(s.opts.Namespace))(ctx, s)
+}
+
+// beingDeleted reports whether the LVMVolumeGroup name exists, as cached, and is being deleted.
+func beingDeleted(ctx context.Context, s *scope, name string) (bool, error) {
+	vg := &lvmv1alpha1.LVMVolumeGroup{}
+	err := s.client.Get(ctx, client.ObjectKey{Namespace: s.opts.Namespace, Name: name}, vg)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get LVMVolumeGroup %s/%s: %w", s.opts.Namespace, name, err)
+	}
+	return !vg.DeletionTimestamp.IsZero(), nil
 }

@@ -2,7 +2,6 @@ package vgmanager
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,13 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
@@ -26,9 +23,12 @@ import (
 
 // Options are the dependencies of the Reconciler, set once at construction.
 type Options struct {
-	// Client reads LVMVolumeGroups, LVMClusters and this Node, and writes finalizers, the wiped
-	// annotation and the LVMVolumeGroupNodeStatus.
+	// Client reads LVMVolumeGroups, LVMClusters and this Node, and writes the wiped annotation, the
+	// LVMVolumeGroupNodeStatus and the removal of an older agent's finalizer.
 	Client client.Client
+	// APIReader reads an LVMVolumeGroup past the cache once this node's claim is written
+	// (ensureClaim); nil means Client.
+	APIReader client.Reader
 	// Recorder emits events on LVMVolumeGroups.
 	Recorder events.EventRecorder
 	// Disks inventories and wipes block devices (*devices.Host).
@@ -58,6 +58,7 @@ type Options struct {
 // Reconciler reconciles the LVMVolumeGroups that select this node.
 type Reconciler struct {
 	client    client.Client
+	reader    client.Reader
 	recorder  events.EventRecorder
 	lvm       LVM
 	nodes     *NodeManager
@@ -76,8 +77,13 @@ func New(o Options) *Reconciler {
 	if interval <= 0 {
 		interval = DefaultDiscoveryInterval
 	}
+	reader := o.APIReader
+	if reader == nil {
+		reader = o.Client
+	}
 	return &Reconciler{
 		client:    o.Client,
+		reader:    reader,
 		recorder:  o.Recorder,
 		lvm:       o.LVM,
 		nodes:     NewNodeManager(o.Disks, o.LVM, o.ResolvePath),
@@ -96,8 +102,10 @@ type scope struct {
 	node *corev1.Node
 	// dryRun is read from the annotation.
 	dryRun bool
+	// claimed: this node has an entry for the volume group, or an older agent's finalizer on it.
+	claimed bool
 	// status is this node's entry, written once at the end; tornDown (the VG is gone from this node)
-	// drops the entry instead and lets the finalizer go.
+	// drops the entry instead, which lets the operator release the LVMVolumeGroup.
 	status   *lvmv1alpha1.VGStatus
 	tornDown bool
 	// observed is the LVM state reconcileVG read and did not change (nil otherwise): the lvmd feed
@@ -117,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	vg := &lvmv1alpha1.LVMVolumeGroup{}
 	if err := r.client.Get(ctx, req.NamespacedName, vg); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.feedLVMD(ctx, node)
+			return ctrl.Result{}, errors.Join(r.forgetVolumeGroup(ctx, req.Name), r.feedLVMD(ctx, node))
 		}
 		return ctrl.Result{}, fmt.Errorf("get LVMVolumeGroup %s: %w", req.NamespacedName, err)
 	}
@@ -125,14 +133,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	ours := controllerutil.ContainsFinalizer(vg, Finalizer(r.nodeName))
+	ours, err := r.claimed(ctx, vg)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if !selected && !ours {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{vg: vg, node: node}
+	s := &scope{vg: vg, node: node, claimed: ours}
 	defer func() { retErr = errors.Join(retErr, r.writeStatus(ctx, s)) }()
 
-	phases := []phase{r.ensureFinalizer, r.readDryRun, r.reconcileVG, r.feedLVMDPhase}
+	phases := []phase{r.ensureClaim, r.readDryRun, r.reconcileVG, r.feedLVMDPhase}
 	if !vg.DeletionTimestamp.IsZero() || !selected {
 		// Deleted, or this node no longer matches the nodeSelector: tear the VG down.
 		phases = []phase{r.readDryRun, r.teardown, r.feedLVMDPhase, r.removeFinalizer}
@@ -176,46 +187,9 @@ func (r *Reconciler) selects(vg *lvmv1alpha1.LVMVolumeGroup, node *corev1.Node) 
 	return sel.Match(node), nil
 }
 
-// ensureFinalizer puts this node's finalizer on the LVMVolumeGroup before anything is changed on
-// disk. Every node adds its own to the same list: with the resourceVersion as precondition all but
-// one of the nodes joining at once were refused and retried, which grew with the square of the
-// node count (1,000 nodes: a few finalizers per second; the scale benchmark, docs/scale.md). So a
-// node appends its finalizer with a JSON patch that needs no resourceVersion; only the first
-// finalizer of an empty list is written with it (an append needs the list). An object being
-// deleted accepts no new finalizer, and a missing one is not created.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
-	fin := Finalizer(r.nodeName)
-	if controllerutil.ContainsFinalizer(s.vg, fin) {
-		return ctrl.Result{}, nil
-	}
-	var patch client.Patch
-	if len(s.vg.Finalizers) == 0 {
-		patch = client.MergeFromWithOptions(s.vg.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(s.vg, fin)
-	} else {
-		body, err := json.Marshal([]map[string]string{{"op": "add", "path": "/metadata/finalizers/-", "value": fin}})
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("finalizer patch: %w", err)
-		}
-		patch = client.RawPatch(types.JSONPatchType, body)
-	}
-	if err := r.client.Patch(ctx, s.vg, patch); err != nil {
-		return ctrl.Result{}, lostRace(fmt.Errorf("add finalizer to LVMVolumeGroup %s: %w", s.vg.Name, err))
-	}
-	return ctrl.Result{}, nil
-}
-
-// errLostRace marks a finalizer patch refused because another node patched the LVMVolumeGroup
-// first: every node adds its finalizer to the same object, with its resourceVersion.
-var errLostRace = errors.New("another node changed the LVMVolumeGroup first")
-
-// lostRace marks err with errLostRace when it is a conflict.
-func lostRace(err error) error {
-	if apierrors.IsConflict(err) {
-		return fmt.Errorf("%w: %w", errLostRace, err)
-	}
-	return err
-}
+// errLostRace marks a reconcile that lost a race it retries soon: another node changed the
+// finalizer list first, or the LVMVolumeGroup began its deletion as this node claimed it.
+var errLostRace = errors.New("the LVMVolumeGroup changed under this node's write")
 
 // raceRetry is how soon a reconcile that lost such a race runs again: a short random delay rather
 // than the failure backoff, which doubles up to 16 minutes. With a thousand nodes joining at once
@@ -223,22 +197,14 @@ func lostRace(err error) error {
 // minutes (the scale benchmark, docs/scale.md).
 func raceRetry() time.Duration { return 200*time.Millisecond + rand.N(800*time.Millisecond) }
 
-// removeFinalizer releases the LVMVolumeGroup once teardown found the VG gone from this node.
+// removeFinalizer drops, once teardown found the VG gone from this node, the finalizer an older
+// agent of this node put on the LVMVolumeGroup (the claim, this node's entry, goes with the
+// deferred status write).
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
-	orig := s.vg.DeepCopy()
-	if !s.tornDown || !controllerutil.RemoveFinalizer(s.vg, Finalizer(r.nodeName)) {
+	if !s.tornDown {
 		return ctrl.Result{}, nil
 	}
-	if err := r.client.Patch(
-		ctx,
-		s.vg,
-		client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
-	); err != nil {
-		return ctrl.Result{}, lostRace(client.IgnoreNotFound(
-			fmt.Errorf("remove finalizer from LVMVolumeGroup %s: %w", s.vg.Name, err),
-		))
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.dropLegacyFinalizer(ctx, s.vg)
 }
 
 // ErrOwnerUnknown is returned when the LVMCluster owning a volume group cannot be read: whether it
@@ -425,7 +391,11 @@ func (r *Reconciler) feedLVMDFrom(ctx context.Context, node *corev1.Node, state 
 		if err != nil {
 			continue // reported by that volume group's own reconcile
 		}
-		if selected || controllerutil.ContainsFinalizer(&vg, Finalizer(r.nodeName)) {
+		claimed, err := r.claimed(ctx, &vg)
+		if err != nil {
+			return err
+		}
+		if selected || claimed {
 			mine = append(mine, vg)
 		}
 	}

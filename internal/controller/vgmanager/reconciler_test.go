@@ -86,8 +86,10 @@ func ownedBy(c *lvmv1alpha1.LVMCluster) vgOption {
 	}
 }
 
+// newVG is an LVMVolumeGroup as the operator makes it, with its finalizer.
 func newVG(name string, opts ...vgOption) *lvmv1alpha1.LVMVolumeGroup {
-	vg := &lvmv1alpha1.LVMVolumeGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	vg := &lvmv1alpha1.LVMVolumeGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+		Finalizers: []string{lvmv1alpha1.VolumeGroupCleanupFinalizer}}}
 	for _, o := range opts {
 		o(vg)
 	}
@@ -189,8 +191,8 @@ func TestReconcileBuildsVolumeGroupAndReports(t *testing.T) {
 	if res.RequeueAfter != vgmanager.DefaultDiscoveryInterval {
 		t.Errorf("RequeueAfter %v, want the discovery interval for a Dynamic VG", res.RequeueAfter)
 	}
-	if !slices.Contains(e.vg("vg1").Finalizers, vgmanager.Finalizer(nodeName)) {
-		t.Error("no per-node finalizer")
+	if got := e.vg("vg1").Finalizers; !slices.Equal(got, []string{lvmv1alpha1.VolumeGroupCleanupFinalizer}) {
+		t.Errorf("finalizers %v: a node claims a volume group in its own status, not on the shared object", got)
 	}
 	got := e.entries()["vg1"]
 	if got.Status != lvmv1alpha1.VGStatusReady || !slices.Equal(got.Devices, []string{"/dev/sdb", "/dev/sdc"}) ||
@@ -317,7 +319,7 @@ func TestReconcileSkipsOtherNodes(t *testing.T) {
 	if res := e.reconcile("vg1"); !res.IsZero() {
 		t.Errorf("result %+v", res)
 	}
-	if len(e.vg("vg1").Finalizers) != 0 || e.entries() != nil || len(n.lvmChanges()) != 0 {
+	if len(e.vg("vg1").Finalizers) != 1 || e.entries() != nil || len(n.lvmChanges()) != 0 {
 		t.Error("a volume group of other nodes was acted on")
 	}
 }
@@ -348,14 +350,14 @@ func TestReconcileDeletion(t *testing.T) {
 	if ev := e.events(); len(ev) != 1 || !strings.Contains(ev[0], vgmanager.EventDeletionBlocked) {
 		t.Errorf("events %q", ev)
 	}
-	if !slices.Contains(e.vg("vg1").Finalizers, vgmanager.Finalizer(nodeName)) {
-		t.Fatal("finalizer removed while volumes exist")
+	if _, ok := e.entries()["vg1"]; !ok {
+		t.Fatal("claim dropped while volumes exist")
 	}
 	if c := e.sink.classes(); !slices.Equal(c, []string{"vg1", "vg2"}) {
 		t.Errorf("lvmd classes %v: a class being deleted must stay while its volumes exist", c)
 	}
 
-	// The volume is gone: pool, VG and PV labels are removed, then the finalizer and the entry.
+	// The volume is gone: pool, VG and PV labels are removed, then the entry.
 	n.fake.Apply(lvm.RemoveLVOp{VG: "vg1", Name: "pvc-1"})
 	n.fake.Reset()
 	e.reconcile("vg1")
@@ -364,15 +366,8 @@ func TestReconcileDeletion(t *testing.T) {
 		"lvm vgremove vg1", "lvm pvremove -y /dev/sdb"}) {
 		t.Errorf("changes %q", got)
 	}
-	if err := e.client.Get(
-		t.Context(),
-		client.ObjectKey{Namespace: ns, Name: "vg1"},
-		&lvmv1alpha1.LVMVolumeGroup{},
-	); !apierrors.IsNotFound(
-		err,
-	) {
-		t.Errorf("LVMVolumeGroup still there (%v): finalizer not removed", err)
-	}
+	// The claim is dropped; the operator's finalizer goes once no node claims the volume group
+	// (internal/controller/vgcleanup).
 	if got := e.entries(); len(got) != 1 || got["vg2"].Status != lvmv1alpha1.VGStatusReady {
 		t.Errorf("entries %+v, want only vg2's", got)
 	}

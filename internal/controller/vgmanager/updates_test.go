@@ -2,15 +2,10 @@ package vgmanager_test
 
 import (
 	"context"
-	"errors"
-	"slices"
 	"testing"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
@@ -101,98 +96,5 @@ func TestReconcileWritesAnUnchangedStatusOnce(t *testing.T) {
 	e.reconcile("vg1")
 	if counting.applies == built || len(e.entries()["vg1"].Devices) != 2 {
 		t.Errorf("growing the VG applied %d times, entry %+v", counting.applies-built, e.entries()["vg1"])
-	}
-}
-
-// conflictingClient refuses the first patches with a conflict, as when other nodes patched the
-// LVMVolumeGroup first.
-type conflictingClient struct {
-	client.Client
-	conflicts int
-}
-
-func (c *conflictingClient) Patch(
-	ctx context.Context,
-	obj client.Object,
-	p client.Patch,
-	opts ...client.PatchOption,
-) error {
-	if c.conflicts > 0 {
-		c.conflicts--
-		return apierrors.NewConflict(schema.GroupResource{Group: "lvm.topolvm.io", Resource: "lvmvolumegroups"},
-			obj.GetName(), errors.New("the object has been modified"))
-	}
-	return c.Client.Patch(ctx, obj, p, opts...)
-}
-
-// A finalizer patch that lost the race to another node is retried within a second, not after the
-// failure backoff, and nothing is built before the finalizer is in place.
-func TestReconcileRetriesALostFinalizerRaceSoon(t *testing.T) {
-	n := newNode([]string{"/dev/sdb"}, nil)
-	e := newEnv(t, n, newCluster(nil),
-		newVG("vg1", spec(thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)), ownedBy(newCluster(nil))))
-	racing := &conflictingClient{Client: e.client, conflicts: 1}
-	e.r = vgmanager.New(vgmanager.Options{
-		Client: racing, Recorder: e.recorder, Disks: n.disks, LVM: n.lvm, Sink: e.sink,
-		NodeName: nodeName, Namespace: ns, ResolvePath: n.resolve,
-	})
-	res := e.reconcile("vg1") // fails the test on an error
-	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Second {
-		t.Errorf("RequeueAfter %v after a lost race, want within a second", res.RequeueAfter)
-	}
-	if n.fake.Count("vgcreate") != 0 || len(e.entries()) != 0 {
-		t.Errorf("the VG was built (%d vgcreate) or reported (%v) before the finalizer was in place",
-			n.fake.Count("vgcreate"), e.entries())
-	}
-	e.reconcile("vg1")
-	if !slices.Contains(e.vg("vg1").Finalizers, vgmanager.Finalizer(nodeName)) ||
-		e.entries()["vg1"].Status != lvmv1alpha1.VGStatusReady {
-		t.Errorf("after the retry: finalizers %v, entry %+v", e.vg("vg1").Finalizers, e.entries()["vg1"])
-	}
-}
-
-// staleClient answers Gets of LVMVolumeGroups with the copy taken before other nodes changed it,
-// as a cache that has not seen their patches yet.
-type staleClient struct {
-	client.Client
-	stale *lvmv1alpha1.LVMVolumeGroup
-}
-
-func (c *staleClient) Get(
-	ctx context.Context,
-	key client.ObjectKey,
-	obj client.Object,
-	opts ...client.GetOption,
-) error {
-	if vg, ok := obj.(*lvmv1alpha1.LVMVolumeGroup); ok && key.Name == c.stale.Name {
-		c.stale.DeepCopyInto(vg)
-		return nil
-	}
-	return c.Client.Get(ctx, key, obj, opts...)
-}
-
-// A node appends its finalizer to those of other nodes without a conflict, even from a stale copy,
-// and keeps the finalizers added since.
-func TestReconcileAppendsItsFinalizerWithoutAConflict(t *testing.T) {
-	n := newNode([]string{"/dev/sdb"}, nil)
-	vg := newVG("vg1", spec(thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)), ownedBy(newCluster(nil)))
-	vg.Finalizers = []string{vgmanager.Finalizer("node-b")}
-	e := newEnv(t, n, newCluster(nil), vg)
-	stale := e.vg("vg1")
-	current := stale.DeepCopy()
-	current.Finalizers = append(current.Finalizers, vgmanager.Finalizer("node-c"))
-	if err := e.client.Update(t.Context(), current); err != nil {
-		t.Fatal(err)
-	}
-	e.r = vgmanager.New(vgmanager.Options{
-		Client: &staleClient{Client: e.client, stale: stale}, Recorder: e.recorder, Disks: n.disks, LVM: n.lvm,
-		Sink: e.sink, NodeName: nodeName, Namespace: ns, ResolvePath: n.resolve,
-	})
-	if res := e.reconcile("vg1"); res.RequeueAfter > 0 && res.RequeueAfter < time.Second {
-		t.Errorf("the append was retried as a lost race (RequeueAfter %v)", res.RequeueAfter)
-	}
-	want := []string{vgmanager.Finalizer("node-b"), vgmanager.Finalizer("node-c"), vgmanager.Finalizer(nodeName)}
-	if got := e.vg("vg1").Finalizers; !slices.Equal(got, want) {
-		t.Errorf("finalizers %v, want %v", got, want)
 	}
 }

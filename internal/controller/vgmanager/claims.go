@@ -1,0 +1,117 @@
+package vgmanager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
+)
+
+// A node's claim on a volume group is its entry in its own LVMVolumeGroupNodeStatus: written before
+// the volume group is built, dropped once it is torn down. The operator's finalizer
+// (lvmv1alpha1.VolumeGroupCleanupFinalizer) holds a deleted LVMVolumeGroup until no node has an
+// entry for it. Before, each node held a finalizer of its own on the shared LVMVolumeGroup: every
+// node joining rewrote that object, which the API server then sent to every agent watching it — N²
+// events, each carrying up to N finalizers, for N nodes (docs/scale.md).
+
+// claimed reports whether this node has claimed vg: its LVMVolumeGroupNodeStatus (as cached) has an
+// entry for vg, or vg carries the per-node finalizer an older agent of this node put on it.
+func (r *Reconciler) claimed(ctx context.Context, vg *lvmv1alpha1.LVMVolumeGroup) (bool, error) {
+	if controllerutil.ContainsFinalizer(vg, Finalizer(r.nodeName)) {
+		return true, nil
+	}
+	return r.hasEntry(ctx, vg.Name)
+}
+
+// hasEntry reports whether this node's LVMVolumeGroupNodeStatus, as cached, has an entry for vg.
+func (r *Reconciler) hasEntry(ctx context.Context, vg string) (bool, error) {
+	var st lvmv1alpha1.LVMVolumeGroupNodeStatus
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.nodeName}, &st)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get LVMVolumeGroupNodeStatus %s/%s: %w", r.namespace, r.nodeName, err)
+	}
+	return slices.ContainsFunc(st.Spec.LiveNodeStatus, func(e lvmv1alpha1.VGStatus) bool { return e.Name == vg }), nil
+}
+
+// ensureClaim writes this node's claim before anything is built: a Progressing entry. Then it reads
+// the LVMVolumeGroup past the cache: a deletion that began before the claim was written may have
+// found no claim of this node and let the object go, so a volume group built now would outlive it.
+// The operator reads the claims past its cache too, after the deletion began; one of the two reads
+// sees the other's write. A node with a claim drops the finalizer an older agent put on the object.
+func (r *Reconciler) ensureClaim(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.claimed {
+		return ctrl.Result{}, r.dropLegacyFinalizer(ctx, s.vg)
+	}
+	claim := lvmv1alpha1.VGStatus{Name: s.vg.Name, Status: lvmv1alpha1.VGStatusProgressing,
+		Reason:                "claimed by this node, which builds the volume group next",
+		DeviceDiscoveryPolicy: discoveryPolicy(s.vg.Spec)}
+	if err := r.applyStatus(ctx, s.vg.Name, claim); err != nil {
+		return ctrl.Result{}, err
+	}
+	live := &lvmv1alpha1.LVMVolumeGroup{}
+	err := r.reader.Get(ctx, client.ObjectKeyFromObject(s.vg), live)
+	if apierrors.IsNotFound(err) || (err == nil && !live.DeletionTimestamp.IsZero()) {
+		// Gone or going: the next reconcile tears down (nothing built) and drops the claim.
+		return ctrl.Result{}, fmt.Errorf("%w: LVMVolumeGroup %s is being deleted", errLostRace, s.vg.Name)
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("get LVMVolumeGroup %s: %w", s.vg.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// dropLegacyFinalizer removes this node's per-node finalizer from vg, if an older agent put it there:
+// a JSON patch that tests the entry at its index and removes it, so it needs no resourceVersion and
+// never removes another node's (a shifted list fails the test, and the reconcile is retried).
+func (r *Reconciler) dropLegacyFinalizer(ctx context.Context, vg *lvmv1alpha1.LVMVolumeGroup) error {
+	fin := Finalizer(r.nodeName)
+	i := slices.Index(vg.Finalizers, fin)
+	if i < 0 {
+		return nil
+	}
+	path := fmt.Sprintf("/metadata/finalizers/%d", i)
+	body, err := json.Marshal([]map[string]string{
+		{"op": "test", "path": path, "value": fin},
+		{"op": "remove", "path": path},
+	})
+	if err != nil {
+		return fmt.Errorf("finalizer patch: %w", err)
+	}
+	err = r.client.Patch(ctx, vg, client.RawPatch(types.JSONPatchType, body))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) &&
+		(status.Status().Code == http.StatusUnprocessableEntity || apierrors.IsConflict(err)) {
+		// The list changed under the test: read it again.
+		return fmt.Errorf("%w: %w", errLostRace, err)
+	}
+	if err != nil {
+		return fmt.Errorf("remove finalizer %s from LVMVolumeGroup %s: %w", fin, vg.Name, err)
+	}
+	return nil
+}
+
+// forgetVolumeGroup drops this node's entry for an LVMVolumeGroup that no longer exists (a claim
+// written just before it went, or an entry left when its finalizers were removed by hand).
+func (r *Reconciler) forgetVolumeGroup(ctx context.Context, name string) error {
+	ok, err := r.hasEntry(ctx, name)
+	if err != nil || !ok {
+		return err
+	}
+	return r.removeStatus(ctx, name)
+}
