@@ -50,27 +50,52 @@ func (r *Reconciler) hasEntry(ctx context.Context, vg string) (bool, error) {
 // the LVMVolumeGroup past the cache: a deletion that began before the claim was written may have
 // found no claim of this node and let the object go, so a volume group built now would outlive it.
 // The operator reads the claims past its cache too, after the deletion began; one of the two reads
-// sees the other's write. A node with a claim drops the finalizer an older agent put on the object.
+// sees the other's write. Until that read says the object is not being deleted, the claim stays
+// unconfirmed and nothing is built, however long the cache takes to show the deletion. A node with
+// a confirmed claim drops the finalizer an older agent put on the object.
 func (r *Reconciler) ensureClaim(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.claimed {
+	if s.claimed && !r.unconfirmed(s.vg.UID) {
 		return ctrl.Result{}, r.dropLegacyFinalizer(ctx, s.vg)
 	}
-	claim := lvmv1alpha1.VGStatus{Name: s.vg.Name, Status: lvmv1alpha1.VGStatusProgressing,
-		Reason:                "claimed by this node, which builds the volume group next",
-		DeviceDiscoveryPolicy: discoveryPolicy(s.vg.Spec)}
-	if err := r.applyStatus(ctx, s.vg.Name, claim); err != nil {
-		return ctrl.Result{}, err
+	if !s.claimed {
+		claim := lvmv1alpha1.VGStatus{Name: s.vg.Name, Status: lvmv1alpha1.VGStatusProgressing,
+			Reason:                "claimed by this node, which builds the volume group next",
+			DeviceDiscoveryPolicy: discoveryPolicy(s.vg.Spec)}
+		r.setUnconfirmed(s.vg.UID, true)
+		if err := r.applyStatus(ctx, s.vg.Name, claim); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	live := &lvmv1alpha1.LVMVolumeGroup{}
 	err := r.reader.Get(ctx, client.ObjectKeyFromObject(s.vg), live)
-	if apierrors.IsNotFound(err) || (err == nil && !live.DeletionTimestamp.IsZero()) {
-		// Gone or going: the next reconcile tears down (nothing built) and drops the claim.
+	if apierrors.IsNotFound(err) || (err == nil && (!live.DeletionTimestamp.IsZero() || live.UID != s.vg.UID)) {
+		// Gone or going: a later reconcile tears down (nothing built) and drops the claim.
 		return ctrl.Result{}, fmt.Errorf("%w: LVMVolumeGroup %s is being deleted", errLostRace, s.vg.Name)
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("get LVMVolumeGroup %s: %w", s.vg.Name, err)
 	}
+	r.setUnconfirmed(s.vg.UID, false)
 	return ctrl.Result{}, nil
+}
+
+// unconfirmed reports whether this node's claim on the LVMVolumeGroup of uid is written but not yet
+// confirmed by a read past the cache (in this process: after a restart the cache is fresh). The
+// UIDs of objects that went stay marked; they never come back.
+func (r *Reconciler) unconfirmed(uid types.UID) bool {
+	r.claimMu.Lock()
+	defer r.claimMu.Unlock()
+	return r.pendingClaims[uid]
+}
+
+func (r *Reconciler) setUnconfirmed(uid types.UID, pending bool) {
+	r.claimMu.Lock()
+	defer r.claimMu.Unlock()
+	if pending {
+		r.pendingClaims[uid] = true
+	} else {
+		delete(r.pendingClaims, uid)
+	}
 }
 
 // dropLegacyFinalizer removes this node's per-node finalizer from vg, if an older agent put it there:

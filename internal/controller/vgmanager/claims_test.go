@@ -119,3 +119,24 @@ func TestReconcileDropsAnOlderAgentsFinalizer(t *testing.T) {
 		t.Errorf("entry %+v", e.entries()["vg1"])
 	}
 }
+
+// TestReconcileBuildsNothingWhileItsCacheLags: after a read past the cache found the LVMVolumeGroup
+// being deleted, a retry whose cache still shows it alive (and shows the node's own claim) builds
+// nothing either: the claim is confirmed only by a read past the cache.
+func TestReconcileBuildsNothingWhileItsCacheLags(t *testing.T) {
+	n := newNode([]string{"/dev/sdb"}, nil)
+	e := newEnv(t, n, newCluster(nil),
+		newVG("vg1", spec(thinSpec(lvmv1alpha1.DeviceDiscoveryPolicyDynamic)), ownedBy(newCluster(nil))))
+	live := &liveReader{deleting: true}
+	withLiveReader(e, n, live)
+	e.reconcile("vg1")
+	e.reconcile("vg1") // the cache has the claim now, and still no deletion
+	if n.fake.Count("vgcreate") != 0 {
+		t.Fatal("the VG was built on a retry whose cache lagged behind the deletion")
+	}
+	live.deleting = false // (a read past the cache that finds it alive confirms the claim)
+	e.reconcile("vg1")
+	if n.fake.Count("vgcreate") != 1 {
+		t.Errorf("%d vgcreate once confirmed, want 1", n.fake.Count("vgcreate"))
+	}
+}

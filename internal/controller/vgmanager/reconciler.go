@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -57,18 +58,22 @@ type Options struct {
 
 // Reconciler reconciles the LVMVolumeGroups that select this node.
 type Reconciler struct {
-	client    client.Client
-	reader    client.Reader
-	recorder  events.EventRecorder
-	lvm       LVM
-	nodes     *NodeManager
-	sink      DeviceClassSink
-	changed   func()
-	feedMu    sync.Mutex // see feedLVMD
-	nodeName  string
-	clusterID string
-	namespace string
-	interval  time.Duration
+	client   client.Client
+	reader   client.Reader
+	recorder events.EventRecorder
+	lvm      LVM
+	nodes    *NodeManager
+	sink     DeviceClassSink
+	changed  func()
+	feedMu   sync.Mutex // see feedLVMD
+	claimMu  sync.Mutex
+	// pendingClaims are the UIDs of LVMVolumeGroups this node claimed and has not yet read past the
+	// cache (ensureClaim).
+	pendingClaims map[types.UID]bool
+	nodeName      string
+	clusterID     string
+	namespace     string
+	interval      time.Duration
 }
 
 // New returns the volume-group manager of node o.NodeName.
@@ -82,17 +87,18 @@ func New(o Options) *Reconciler {
 		reader = o.Client
 	}
 	return &Reconciler{
-		client:    o.Client,
-		reader:    reader,
-		recorder:  o.Recorder,
-		lvm:       o.LVM,
-		nodes:     NewNodeManager(o.Disks, o.LVM, o.ResolvePath),
-		sink:      o.Sink,
-		changed:   o.StateChanged,
-		nodeName:  o.NodeName,
-		clusterID: o.ClusterID,
-		namespace: o.Namespace,
-		interval:  interval,
+		client:        o.Client,
+		reader:        reader,
+		pendingClaims: map[types.UID]bool{},
+		recorder:      o.Recorder,
+		lvm:           o.LVM,
+		nodes:         NewNodeManager(o.Disks, o.LVM, o.ResolvePath),
+		sink:          o.Sink,
+		changed:       o.StateChanged,
+		nodeName:      o.NodeName,
+		clusterID:     o.ClusterID,
+		namespace:     o.Namespace,
+		interval:      interval,
 	}
 }
 
