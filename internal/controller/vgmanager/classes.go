@@ -11,12 +11,22 @@ import (
 )
 
 // Classes returns the device classes this node is to serve, sorted: the names of the namespace's
-// LVMVolumeGroups that select the node and are not being deleted, read from the manager's cache.
-// A volume group whose nodeSelector cannot be evaluated is left out (its reconcile reports it).
+// LVMVolumeGroups that select the node and are not being deleted, read from the manager's cache,
+// less those this node reports Failed (they will have no capacity until someone mends them). A
+// volume group whose nodeSelector cannot be evaluated is left out (its reconcile reports it).
 func (r *Reconciler) Classes(ctx context.Context) ([]string, error) {
 	node, err := r.node(ctx)
 	if err != nil {
 		return nil, err
+	}
+	var st lvmv1alpha1.LVMVolumeGroupNodeStatus
+	err = r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.nodeName}, &st)
+	if client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("get LVMVolumeGroupNodeStatus %s/%s: %w", r.namespace, r.nodeName, err)
+	}
+	failed := map[string]bool{}
+	for _, e := range st.Spec.LiveNodeStatus {
+		failed[e.Name] = e.Status == lvmv1alpha1.VGStatusFailed
 	}
 	var list lvmv1alpha1.LVMVolumeGroupList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.namespace)); err != nil {
@@ -25,7 +35,7 @@ func (r *Reconciler) Classes(ctx context.Context) ([]string, error) {
 	var out []string
 	for i := range list.Items {
 		vg := &list.Items[i]
-		if !vg.DeletionTimestamp.IsZero() {
+		if !vg.DeletionTimestamp.IsZero() || failed[vg.Name] {
 			continue
 		}
 		if ok, err := r.selects(vg, node); err == nil && ok {

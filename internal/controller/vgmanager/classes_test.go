@@ -12,7 +12,7 @@ import (
 )
 
 // TestClasses: the device classes a node is to serve are the volume groups that select it and are
-// not being deleted.
+// not being deleted, less those it reports Failed.
 func TestClasses(t *testing.T) {
 	selector := func(value string) vgOption {
 		return spec(lvmv1alpha1.LVMVolumeGroupSpec{NodeSelector: &corev1.NodeSelector{
