@@ -24,26 +24,26 @@ import (
 // node joining rewrote that object, which the API server then sent to every agent watching it — N²
 // events, each carrying up to N finalizers, for N nodes (docs/scale.md).
 
-// claimed reports whether this node has claimed vg: its LVMVolumeGroupNodeStatus (as cached) has an
-// entry for vg, or vg carries the per-node finalizer an older agent of this node put on it.
-func (r *Reconciler) claimed(ctx context.Context, vg *lvmv1alpha1.LVMVolumeGroup) (bool, error) {
-	if controllerutil.ContainsFinalizer(vg, Finalizer(r.nodeName)) {
-		return true, nil
-	}
-	return r.hasEntry(ctx, vg.Name)
-}
-
-// hasEntry reports whether this node's LVMVolumeGroupNodeStatus, as cached, has an entry for vg.
-func (r *Reconciler) hasEntry(ctx context.Context, vg string) (bool, error) {
+// ownEntries returns this node's LVMVolumeGroupNodeStatus entries by volume group, as cached (none
+// while the object does not exist).
+func (r *Reconciler) ownEntries(ctx context.Context) (map[string]lvmv1alpha1.VGStatus, error) {
 	var st lvmv1alpha1.LVMVolumeGroupNodeStatus
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.nodeName}, &st)
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	if client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("get LVMVolumeGroupNodeStatus %s/%s: %w", r.namespace, r.nodeName, err)
 	}
-	if err != nil {
-		return false, fmt.Errorf("get LVMVolumeGroupNodeStatus %s/%s: %w", r.namespace, r.nodeName, err)
+	out := make(map[string]lvmv1alpha1.VGStatus, len(st.Spec.LiveNodeStatus))
+	for _, e := range st.Spec.LiveNodeStatus {
+		out[e.Name] = e
 	}
-	return slices.ContainsFunc(st.Spec.LiveNodeStatus, func(e lvmv1alpha1.VGStatus) bool { return e.Name == vg }), nil
+	return out, nil
+}
+
+// claimed reports whether this node has claimed vg: entries (ownEntries) has one for vg, or vg
+// carries the per-node finalizer an older agent of this node put on it.
+func (r *Reconciler) claimed(entries map[string]lvmv1alpha1.VGStatus, vg *lvmv1alpha1.LVMVolumeGroup) bool {
+	_, ok := entries[vg.Name]
+	return ok || controllerutil.ContainsFinalizer(vg, Finalizer(r.nodeName))
 }
 
 // ensureClaim writes this node's claim before anything is built: a Progressing entry. Then it reads
@@ -134,8 +134,8 @@ func (r *Reconciler) dropLegacyFinalizer(ctx context.Context, vg *lvmv1alpha1.LV
 // forgetVolumeGroup drops this node's entry for an LVMVolumeGroup that no longer exists (a claim
 // written just before it went, or an entry left when its finalizers were removed by hand).
 func (r *Reconciler) forgetVolumeGroup(ctx context.Context, name string) error {
-	ok, err := r.hasEntry(ctx, name)
-	if err != nil || !ok {
+	entries, err := r.ownEntries(ctx)
+	if _, ok := entries[name]; err != nil || !ok {
 		return err
 	}
 	return r.removeStatus(ctx, name)

@@ -19,14 +19,9 @@ func (r *Reconciler) Classes(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st lvmv1alpha1.LVMVolumeGroupNodeStatus
-	err = r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.nodeName}, &st)
-	if client.IgnoreNotFound(err) != nil {
-		return nil, fmt.Errorf("get LVMVolumeGroupNodeStatus %s/%s: %w", r.namespace, r.nodeName, err)
-	}
-	failed := map[string]bool{}
-	for _, e := range st.Spec.LiveNodeStatus {
-		failed[e.Name] = e.Status == lvmv1alpha1.VGStatusFailed
+	entries, err := r.ownEntries(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var list lvmv1alpha1.LVMVolumeGroupList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.namespace)); err != nil {
@@ -35,7 +30,7 @@ func (r *Reconciler) Classes(ctx context.Context) ([]string, error) {
 	var out []string
 	for i := range list.Items {
 		vg := &list.Items[i]
-		if !vg.DeletionTimestamp.IsZero() || failed[vg.Name] {
+		if !vg.DeletionTimestamp.IsZero() || entries[vg.Name].Status == lvmv1alpha1.VGStatusFailed {
 			continue
 		}
 		if ok, err := r.selects(vg, node); err == nil && ok {

@@ -139,10 +139,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	ours, err := r.claimed(ctx, vg)
+	entries, err := r.ownEntries(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	ours := r.claimed(entries, vg)
 	if !selected && !ours {
 		return ctrl.Result{}, nil
 	}
@@ -391,17 +392,17 @@ func (r *Reconciler) feedLVMDFrom(ctx context.Context, node *corev1.Node, state 
 	if err := r.client.List(ctx, &list, client.InNamespace(r.namespace)); err != nil {
 		return fmt.Errorf("list LVMVolumeGroups: %w", err)
 	}
+	entries, err := r.ownEntries(ctx)
+	if err != nil {
+		return err
+	}
 	var mine []lvmv1alpha1.LVMVolumeGroup
 	for _, vg := range list.Items {
 		selected, err := r.selects(&vg, node)
 		if err != nil {
 			continue // reported by that volume group's own reconcile
 		}
-		claimed, err := r.claimed(ctx, &vg)
-		if err != nil {
-			return err
-		}
-		if selected || claimed {
+		if selected || r.claimed(entries, &vg) {
 			mine = append(mine, vg)
 		}
 	}

@@ -36,21 +36,17 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 // 120 writes per node and hour with two volume groups (the scale benchmark, docs/scale.md). Any
 // doubt (not cached yet, a read error) answers false.
 func (r *Reconciler) statusUnchanged(ctx context.Context, st lvmv1alpha1.VGStatus) bool {
-	var cur lvmv1alpha1.LVMVolumeGroupNodeStatus
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.nodeName}, &cur); err != nil {
+	entries, err := r.ownEntries(ctx)
+	cur, ok := entries[st.Name]
+	if err != nil || !ok {
 		return false
 	}
 	want, err := json.Marshal(st)
 	if err != nil {
 		return false
 	}
-	for _, e := range cur.Spec.LiveNodeStatus {
-		if e.Name == st.Name {
-			got, err := json.Marshal(e)
-			return err == nil && bytes.Equal(got, want)
-		}
-	}
-	return false
+	got, err := json.Marshal(cur)
+	return err == nil && bytes.Equal(got, want)
 }
 
 // applyStatus applies the entry of volume group vg in this node's LVMVolumeGroupNodeStatus. Each
