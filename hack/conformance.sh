@@ -85,7 +85,14 @@ trap finish EXIT
 "${LVMS_DEV}" up --state-dir "${STATE}" --nodes 2 --disks 3 --disk-size 8 --extra-images-dir "${IMAGES}" >&2
 export KUBECONFIG="${STATE}/kubeconfig"
 kubectl="$(bash hack/kube-assets.sh | tail -1)/kubectl"
-"${kubectl}" apply -f test/conformance/lvmcluster.yaml >&2
+# The operator's Pod can turn unready for a while after its Deployment became Available (its CSI
+# sidecars restart until the operator serves their socket), and then the LVMCluster webhook has no
+# endpoint: retry the apply for up to 5 min, as a user would.
+for attempt in $(seq 1 30); do
+	"${kubectl}" apply -f test/conformance/lvmcluster.yaml >&2 && break
+	[[ "${attempt}" -lt 30 ]] || { log "FAIL: the LVMCluster could not be applied for 5 min"; exit 1; }
+	sleep 10
+done
 "${kubectl}" -n lvms-system wait lvmcluster/conformance --for=jsonpath='{.status.state}'=Ready --timeout=10m >&2
 
 rm -rf "${OUT}"
