@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	csinode "github.com/lvm-operator/lvm-operator/internal/csi/node"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/iolimit"
 	"github.com/lvm-operator/lvm-operator/internal/nodeagent"
 	"github.com/lvm-operator/lvm-operator/internal/tlsprofile"
 )
@@ -38,6 +40,7 @@ type nodeFlags struct {
 	registrationSocket     string
 	registrationWait       time.Duration
 	kubeletDir             string
+	cgroupRoot             string
 	lvmdSocket             string
 	nsenter                bool
 	commandTimeout         time.Duration
@@ -77,6 +80,9 @@ func newNodeCommand() *cobra.Command {
 			"this long at most, so that the first CSIStorageCapacity of a new node is not zero (0: at once)")
 	fl.StringVar(&f.kubeletDir, "kubelet-dir", csinode.DefaultKubeletDir,
 		"the kubelet's root directory; CSI target paths outside it are refused")
+	fl.StringVar(&f.cgroupRoot, "cgroup-root", "",
+		"where the host's cgroup v2 hierarchy is seen, for the IO caps of volumes (io.max in their pods' cgroups); "+
+			"empty: /proc/1/root/sys/fs/cgroup with --nsenter (host PID), else /sys/fs/cgroup")
 	fl.StringVar(&f.lvmdSocket, "lvmd-socket", "",
 		"use the lvmd serving on this unix socket (`lvms lvmd`, run as a service of the host) instead of one in "+
 			"process; its configuration names the volume groups, so no volume-group manager runs (empty: in process)")
@@ -149,10 +155,13 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	hostOpts := []exec.HostOption{exec.WithTimeout(f.commandTimeout), exec.WithFinishOnCancel()}
-	mountInfo := ""
+	mountInfo, cgroupRoot := "", cmp.Or(f.cgroupRoot, iolimit.DefaultCgroupRoot)
 	if f.nsenter {
 		hostOpts = append(hostOpts, exec.WithPrefix(exec.NSEnterPrefix()...))
 		mountInfo = "proc/1/mountinfo"
+		// The container's own /sys/fs/cgroup shows only its cgroup namespace; host PID 1's root
+		// shows the host's hierarchy, where the pods' cgroups are.
+		cgroupRoot = cmp.Or(f.cgroupRoot, "/proc/1/root"+iolimit.DefaultCgroupRoot)
 	}
 	if _, err := nodeagent.Setup(mgr, nodeagent.Options{
 		NodeName:                f.nodeName,
@@ -166,6 +175,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 		RegistrationWait:        f.registrationWait,
 		LVMDSocket:              f.lvmdSocket,
 		KubeletDir:              f.kubeletDir,
+		CgroupRoot:              cgroupRoot,
 		ClusterID:               f.clusterID,
 		SnapshotMetadataAddress: f.snapMetaAddr,
 		SnapshotMetadataCertDir: f.snapMetaCertDir,

@@ -92,6 +92,7 @@ func TestVolumeFlows(t *testing.T) {
 		{"EncryptedVolume", testEncryptedVolume},
 		{"SnapshotMetadata", testSnapshotMetadata},
 		{"CopiedStorageClass", testCopiedStorageClass},
+		{"VolumeAttributesClass", testVolumeAttributesClass},
 	}
 	for _, f := range flows {
 		t.Run(f.name, func(t *testing.T) {

@@ -64,9 +64,9 @@ func TestSanity(t *testing.T) {
 	}
 	defer func() { _ = summaries.Close() }()
 	for _, r := range []sanityRun{
-		{name: "thick", deviceClass: "thick", accessType: "mount", passed: 76, skipped: 26},
-		{name: "thin", deviceClass: "thin", accessType: "mount", passed: 76, skipped: 26},
-		{name: "block", deviceClass: "thick", accessType: "block", passed: 76, skipped: 26},
+		{name: "thick", deviceClass: "thick", accessType: "mount", passed: 84, skipped: 18},
+		{name: "thin", deviceClass: "thin", accessType: "mount", passed: 84, skipped: 18},
+		{name: "block", deviceClass: "thick", accessType: "block", passed: 84, skipped: 18},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			sum := runSanity(t, bin, s, r, filepath.Join(dir, r.name), outDir)
@@ -101,6 +101,12 @@ func runSanity(t *testing.T, bin string, s *stack, r sanityRun, dir, outDir stri
 	if err := os.WriteFile(params, []byte(driver.ParamDeviceClass+": "+r.deviceClass+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The ModifyVolume specs create and modify volumes with these caps (VolumeAttributesClass).
+	mutable := filepath.Join(dir, "mutable-parameters.yaml")
+	if err := os.WriteFile(mutable, []byte(driver.ParamWriteBPS+": 100Mi\n"+driver.ParamReadIOPS+": \"5000\"\n"),
+		0o600); err != nil {
+		t.Fatal(err)
+	}
 	report := filepath.Join(outDir, "csi-sanity-"+r.name+".json")
 	args := []string{
 		"--csi.endpoint=unix://" + s.nodeSocket,
@@ -108,6 +114,7 @@ func runSanity(t *testing.T, bin string, s *stack, r sanityRun, dir, outDir stri
 		"--csi.mountdir=" + filepath.Join(dir, "mount"),
 		"--csi.stagingdir=" + filepath.Join(dir, "staging"),
 		"--csi.testvolumeparameters=" + params,
+		"--csi.testvolumemutableparameters=" + mutable,
 		"--csi.testvolumesize=" + strconv.Itoa(volumeSize),
 		"--csi.testvolumeexpandsize=" + strconv.Itoa(expandSize),
 		"--csi.testvolumeaccesstype=" + r.accessType,

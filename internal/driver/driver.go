@@ -20,6 +20,13 @@ const (
 	ParamFSType = "csi.storage.k8s.io/fstype"
 	// ParamEncryption is the StorageClass parameter (ours, opt-in) asking for encryption at rest.
 	ParamEncryption = "topolvm.io/encryption"
+	// ParamReadBPS, ParamWriteBPS, ParamReadIOPS and ParamWriteIOPS are the mutable parameters (ours)
+	// of a VolumeAttributesClass that cap a volume's throughput in its pods (io.max rbps, wbps,
+	// riops, wiops): a byte quantity or a count per second, or "max" for no cap.
+	ParamReadBPS   = "topolvm.io/read-bps"
+	ParamWriteBPS  = "topolvm.io/write-bps"
+	ParamReadIOPS  = "topolvm.io/read-iops"
+	ParamWriteIOPS = "topolvm.io/write-iops"
 	// AnnotationClaim names the claim (namespace/name) of a LogicalVolume copied from another node:
 	// the operator reports the copy on it.
 	AnnotationClaim = "lvms.topolvm.io/claim"

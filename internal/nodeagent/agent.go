@@ -23,6 +23,7 @@ import (
 	csinode "github.com/lvm-operator/lvm-operator/internal/csi/node"
 	"github.com/lvm-operator/lvm-operator/internal/devices"
 	"github.com/lvm-operator/lvm-operator/internal/exec"
+	"github.com/lvm-operator/lvm-operator/internal/iolimit"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 	"github.com/lvm-operator/lvm-operator/internal/lvmd"
 	"github.com/lvm-operator/lvm-operator/internal/snapmeta"
@@ -79,6 +80,9 @@ type Options struct {
 	// KubeletDir is the kubelet's root directory; CSI target paths must lie below it (empty means
 	// /var/lib/kubelet).
 	KubeletDir string
+	// CgroupRoot is where the host's cgroup v2 hierarchy is seen (iolimit.DefaultCgroupRoot when
+	// empty): the IO caps of volumes (VolumeAttributesClass) go into their pods' cgroups there.
+	CgroupRoot string
 	// SnapshotMetadataAddress is where the node's CSI SnapshotMetadata endpoint (changed block
 	// tracking of thin classes, for the operator's proxy) listens, with mutual TLS from the files
 	// in SnapshotMetadataCertDir (snapmeta.ServerTLS). Empty serves none. Needs lvmd in process.
@@ -132,8 +136,11 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	limiter := NewIOLimiter(&iolimit.Host{CgroupRoot: o.CgroupRoot, KubeletDir: o.KubeletDir},
+		mgr.GetClient(), o.NodeName)
 	lvr, err := logicalvolume.New(logicalvolume.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), NodeName: o.NodeName, LVM: be, Fetcher: fetch,
+		IOLimiter: limiter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("LogicalVolume reconciler: %w", err)
@@ -141,7 +148,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Agent, error) {
 	if err := lvr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up LogicalVolume reconciler: %w", err)
 	}
-	if err := setupCSI(mgr, o, be, ready); err != nil {
+	if err := setupCSI(mgr, o, be, ready, limiter); err != nil {
 		return nil, err
 	}
 	if err := setupSnapshotMetadata(mgr, o, a); err != nil {
@@ -259,14 +266,16 @@ func setupVGManager(
 
 // setupCSI adds the CSI node service and the kubelet plugin registration, held back by ready (nil
 // registers at once).
-func setupCSI(mgr ctrl.Manager, o Options, svc backend, ready func(context.Context) (bool, error)) error {
+func setupCSI(
+	mgr ctrl.Manager, o Options, svc backend, ready func(context.Context) (bool, error), limiter *IOLimiter,
+) error {
 	mounter := o.Mounter
 	if mounter == nil {
 		mounter = mount.New("")
 	}
 	nodeSrv, err := csinode.New(csinode.Options{
 		NodeName: o.NodeName, Volumes: NewVolumes(svc), Mounter: mounter, Exec: o.Executor,
-		KubeletDir: o.KubeletDir,
+		KubeletDir: o.KubeletDir, Limiter: limiter,
 	})
 	if err != nil {
 		return fmt.Errorf("CSI node service: %w", err)

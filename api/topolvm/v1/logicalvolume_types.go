@@ -69,6 +69,32 @@ type LogicalVolumeSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	SourceNode string `json:"sourceNode,omitempty"`
+
+	// IOLimits caps the throughput of the volume in every pod that uses it (cgroup v2 io.max on the
+	// pod's cgroup for the volume's device), set from the mutable parameters of a
+	// VolumeAttributesClass (an lvms extension; docs/csi.md#volumeattributesclass). Absent: no cap.
+	// +optional
+	IOLimits *IOLimits `json:"ioLimits,omitempty"`
+}
+
+// IOLimits are the caps of io.max; an unset (zero) field is no cap.
+type IOLimits struct {
+	// ReadBytesPerSecond caps reads (io.max rbps).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ReadBytesPerSecond int64 `json:"readBytesPerSecond,omitempty"`
+	// WriteBytesPerSecond caps writes (io.max wbps).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	WriteBytesPerSecond int64 `json:"writeBytesPerSecond,omitempty"`
+	// ReadIOPS caps read operations per second (io.max riops).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ReadIOPS int64 `json:"readIOPS,omitempty"`
+	// WriteIOPS caps write operations per second (io.max wiops).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	WriteIOPS int64 `json:"writeIOPS,omitempty"`
 }
 
 // Condition types of a LogicalVolume.
@@ -80,6 +106,9 @@ const (
 	// ConditionCopied is true once the data of a source on another node (spec.sourceNode) is
 	// copied and verified.
 	ConditionCopied = "Copied"
+	// ConditionIOLimited is true once spec.ioLimits of the condition's generation is in force in
+	// every pod that uses the volume (set only on a volume that has or had spec.ioLimits).
+	ConditionIOLimited = "IOLimited"
 )
 
 // TransferPhase is where a copy from another node stands.

@@ -53,6 +53,9 @@ type Options struct {
 	StatDevice func(path string) error
 	// Fetcher copies sources from other nodes (spec.sourceNode); nil refuses such LogicalVolumes.
 	Fetcher Fetcher
+	// IOLimiter puts spec.ioLimits in force in the pods using a volume; nil reports such
+	// LogicalVolumes IOLimited False.
+	IOLimiter IOLimiter
 }
 
 // Reconciler reconciles the LogicalVolumes of one node.
@@ -64,6 +67,7 @@ type Reconciler struct {
 	workers  int
 	stat     func(path string) error
 	copies   *copies // nil without a Fetcher
+	limiter  IOLimiter
 }
 
 // New returns the reconciler.
@@ -89,6 +93,7 @@ func New(o Options) (*Reconciler, error) {
 		lvm:      o.LVM,
 		workers:  o.MaxConcurrentReconciles,
 		stat:     o.StatDevice,
+		limiter:  o.IOLimiter,
 	}, nil
 }
 
@@ -129,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	var err error
-	for _, p := range []phase{r.canCopy, ensureCreated, r.ensureCopied, ensureSize} {
+	for _, p := range []phase{r.canCopy, ensureCreated, r.ensureCopied, ensureSize, r.ensureIOLimits} {
 		if err = p(ctx, s); err != nil {
 			break
 		}

@@ -140,7 +140,7 @@ func statusApplyConfiguration(st *topolvmv1.LogicalVolumeStatus) *topolvmac.Logi
 	}
 	for _, c := range st.Conditions {
 		if c.Type != topolvmv1.ConditionCreated && c.Type != topolvmv1.ConditionResized &&
-			c.Type != topolvmv1.ConditionCopied {
+			c.Type != topolvmv1.ConditionCopied && c.Type != topolvmv1.ConditionIOLimited {
 			continue
 		}
 		ac.WithConditions(metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).

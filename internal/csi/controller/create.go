@@ -78,12 +78,17 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 	if err != nil {
 		return nil, err
 	}
+	limits, err := IOLimits(req.GetMutableParameters(), nil)
+	if err != nil {
+		return nil, err
+	}
 	lv := &topolvmv1.LogicalVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: objectName(req.GetName()), Annotations: annotations},
 		Spec: topolvmv1.LogicalVolumeSpec{
 			Name:                req.GetName(),
 			DeviceClass:         params[driver.ParamDeviceClass],
 			LvcreateOptionClass: params[driver.ParamLvcreateOptionClass],
+			IOLimits:            limits,
 		},
 	}
 	if src := req.GetVolumeContentSource(); src != nil {

@@ -139,7 +139,7 @@ func nodeMetadata() *metav1.PartialObjectMetadata {
 }
 
 // ControllerGetCapabilities advertises create/delete, expand, snapshots, clones, capacity, listing
-// and getting volumes and snapshots, and volume health.
+// and getting volumes and snapshots, volume health, and modification (VolumeAttributesClass IO caps).
 func (s *Server) ControllerGetCapabilities(
 	context.Context,
 	*csi.ControllerGetCapabilitiesRequest,
@@ -158,6 +158,7 @@ func (s *Server) ControllerGetCapabilities(
 		csi.ControllerServiceCapability_RPC_GET_SNAPSHOT,
 		csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH,
 		csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH,
+		csi.ControllerServiceCapability_RPC_MODIFY_VOLUME,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
 			Rpc: &csi.ControllerServiceCapability_RPC{Type: t},

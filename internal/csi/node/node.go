@@ -31,6 +31,14 @@ type Volumes interface {
 	Device(ctx context.Context, volumeID string) (path string, sizeBytes int64, err error)
 }
 
+// PublishLimiter puts a volume's IO caps (VolumeAttributesClass) in force for the pod of a new
+// publish; the node agent's IOLimiter implements it.
+type PublishLimiter interface {
+	// LimitPublished caps the IO of the pod whose publish of volumeID is mounted at target, if the
+	// volume has caps.
+	LimitPublished(ctx context.Context, volumeID, target string) error
+}
+
 // Options are the dependencies of the Node service.
 type Options struct {
 	// NodeName is the Kubernetes node name: the CSI node ID and the topology value.
@@ -45,6 +53,8 @@ type Options struct {
 	// paths must lie below it: NodePublish, NodeUnpublish and NodeExpand refuse any other path with
 	// InvalidArgument.
 	KubeletDir string
+	// Limiter caps the IO of each new publish's pod when the volume has caps; nil caps nothing.
+	Limiter PublishLimiter
 }
 
 // Server is the CSI Node service.
@@ -64,6 +74,8 @@ type Server struct {
 	mapperDir string
 	// kdf holds a token per running key derivation (maxKeyDerivations).
 	kdf chan struct{}
+	// limiter caps the IO of new publishes (nil: none).
+	limiter PublishLimiter
 }
 
 // New returns the Node service.
@@ -74,7 +86,7 @@ func New(o Options) (*Server, error) {
 	return &Server{
 		nodeName: o.NodeName, volumes: o.Volumes, mounter: o.Mounter, exec: o.Exec,
 		kubeletDir: kubeletDirOrDefault(o.KubeletDir), btrfsSysDir: defaultBtrfsSysDir, mapperDir: mapperDir,
-		kdf: make(chan struct{}, maxKeyDerivations),
+		kdf: make(chan struct{}, maxKeyDerivations), limiter: o.Limiter,
 	}, nil
 }
 

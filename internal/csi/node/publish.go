@@ -22,7 +22,8 @@ import (
 // and mounted on a directory, and a filesystem it already carried is grown to the device (a restore
 // or clone into a larger claim); a block volume's device node is bind-mounted on a file. A target that is
 // already mounted is left as it is. An encrypted volume publishes its dm-crypt mapping, which
-// NodeStageVolume opened (FailedPrecondition when it is not open).
+// NodeStageVolume opened (FailedPrecondition when it is not open). The pod's cgroup gets the volume's IO
+// caps, if it has any (VolumeAttributesClass).
 func (s *Server) NodePublishVolume(
 	ctx context.Context,
 	req *csi.NodePublishVolumeRequest,
@@ -60,6 +61,13 @@ func (s *Server) NodePublishVolume(
 	}
 	if err != nil {
 		return nil, rpcError(err)
+	}
+	if s.limiter != nil {
+		// Before the pod's containers start: the kubelet starts them once every volume is published.
+		// A failure leaves the mount; the kubelet's retry finds it and caps again.
+		if err := s.limiter.LimitPublished(ctx, id, target); err != nil {
+			return nil, rpcError(fmt.Errorf("volume %s: %w", id, err))
+		}
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -310,5 +312,41 @@ func TestSingleWriterFindsBlockBindMounts(t *testing.T) {
 				t.Errorf("checkSingleWriter with %+v: %v, want refused %v", tt.mp, err, tt.refused)
 			}
 		})
+	}
+}
+
+// recordingLimiter records the publishes it capped and fails with err.
+type recordingLimiter struct {
+	calls []string // volume ID + " " + target
+	err   error
+}
+
+func (r *recordingLimiter) LimitPublished(_ context.Context, id, target string) error {
+	r.calls = append(r.calls, id+" "+target)
+	return r.err
+}
+
+// TestNodePublishCapsThePod: every publish, block or filesystem, asks the limiter to cap the pod
+// after the mount; a failure fails the publish and leaves the mount, so the kubelet's retry caps
+// again.
+func TestNodePublishCapsThePod(t *testing.T) {
+	for _, c := range []*csi.VolumeCapability{blockCap(), mountCap("ext4")} {
+		f := newFixture(t, "ext4")
+		lim := &recordingLimiter{err: errors.New("no io.max")}
+		f.srv.limiter = lim
+		target := f.target("t")
+		_, err := f.srv.NodePublishVolume(t.Context(), publishReq(target, c, false))
+		wantCode(t, err, codes.Internal)
+		if mps, _ := f.mounter.List(); len(mps) != 1 {
+			t.Errorf("mounts after a failed cap: %+v, want the publish's", mps)
+		}
+		lim.err = nil
+		if _, err := f.srv.NodePublishVolume(t.Context(), publishReq(target, c, false)); err != nil {
+			t.Fatalf("NodePublishVolume: %v", err)
+		}
+		want := []string{volID + " " + target, volID + " " + target}
+		if !slices.Equal(lim.calls, want) {
+			t.Errorf("limiter calls %q, want %q", lim.calls, want)
+		}
 	}
 }

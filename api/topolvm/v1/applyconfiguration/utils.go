@@ -32,6 +32,8 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=topolvm.io, Version=v1
+	case v1.SchemeGroupVersion.WithKind("IOLimits"):
+		return &topolvmv1.IOLimitsApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("LogicalVolume"):
 		return &topolvmv1.LogicalVolumeApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("LogicalVolumeSpec"):

@@ -41,6 +41,21 @@ var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.lvm-operator.lvm-operator.api.topolvm.v1.AccessType
   scalar: string
+- name: com.github.lvm-operator.lvm-operator.api.topolvm.v1.IOLimits
+  map:
+    fields:
+    - name: readBytesPerSecond
+      type:
+        scalar: numeric
+    - name: readIOPS
+      type:
+        scalar: numeric
+    - name: writeBytesPerSecond
+      type:
+        scalar: numeric
+    - name: writeIOPS
+      type:
+        scalar: numeric
 - name: com.github.lvm-operator.lvm-operator.api.topolvm.v1.LogicalVolume
   map:
     fields:
@@ -68,6 +83,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: deviceClass
       type:
         scalar: string
+    - name: ioLimits
+      type:
+        namedType: com.github.lvm-operator.lvm-operator.api.topolvm.v1.IOLimits
     - name: lvcreateOptionClass
       type:
         scalar: string

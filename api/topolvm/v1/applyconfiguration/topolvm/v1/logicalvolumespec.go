@@ -48,6 +48,10 @@ type LogicalVolumeSpecApplyConfiguration struct {
 	// source's data, which node spec.nodeName's agent fetches from sourceNode's over the transfer
 	// channel (docs/mobility.md). The volume ID is set once the copy is complete and verified.
 	SourceNode *string `json:"sourceNode,omitempty"`
+	// IOLimits caps the throughput of the volume in every pod that uses it (cgroup v2 io.max on the
+	// pod's cgroup for the volume's device), set from the mutable parameters of a
+	// VolumeAttributesClass (an lvms extension; docs/csi.md#volumeattributesclass). Absent: no cap.
+	IOLimits *IOLimitsApplyConfiguration `json:"ioLimits,omitempty"`
 }
 
 // LogicalVolumeSpecApplyConfiguration constructs a declarative configuration of the LogicalVolumeSpec type for use with
@@ -117,5 +121,13 @@ func (b *LogicalVolumeSpecApplyConfiguration) WithAccessType(value topolvmv1.Acc
 // If called multiple times, the SourceNode field is set to the value of the last call.
 func (b *LogicalVolumeSpecApplyConfiguration) WithSourceNode(value string) *LogicalVolumeSpecApplyConfiguration {
 	b.SourceNode = &value
+	return b
+}
+
+// WithIOLimits sets the IOLimits field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the IOLimits field is set to the value of the last call.
+func (b *LogicalVolumeSpecApplyConfiguration) WithIOLimits(value *IOLimitsApplyConfiguration) *LogicalVolumeSpecApplyConfiguration {
+	b.IOLimits = value
 	return b
 }

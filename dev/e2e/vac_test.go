@@ -1,0 +1,160 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lvm-operator/lvm-operator/internal/driver"
+)
+
+// vacWriteCap is the write cap of testVolumeAttributesClass's class: far below what a UML node
+// writes uncapped (27 MiB/s measured in a guest), so a cap in force shows.
+const vacWriteCap = 2 << 20
+
+// ddCopied matches busybox dd's summary: "8388608 bytes (8.0MB) copied, 4.001 seconds, 2.0MB/s".
+var ddCopied = regexp.MustCompile(`dd (\d+): (\d+) bytes .*copied, ([0-9.]+) seconds`)
+
+// testVolumeAttributesClass changes a running pod's claim to a VolumeAttributesClass that caps its
+// writes, reads the io.max the node agent wrote into the pod's cgroup on the node, and measures the
+// pod's direct writes under the cap; then a class with "max" removes it.
+func testVolumeAttributesClass(t *testing.T) {
+	e := newEnv(t)
+	slow, fast := e.volumeAttributesClass("slow", "2Mi"), e.volumeAttributesClass("unlimited", "max")
+	e.claim("vac", thinClass, "1Gi", false, "")
+	pod := newPod("vac-writer", `i=0; while true; do i=$((i+1)); `+
+		`dd if=/dev/zero of=`+mountPath+`/f bs=1M count=8 oflag=direct 2>&1 | grep copied | sed "s/^/dd $i: /"; `+
+		`sleep 1; done`)
+	useClaim(pod, "vac", mountPath, "")
+	e.create(pod)
+	running := e.running(pod.Name)
+	e.waitOutput(pod.Name, "dd 1: ")
+
+	e.setClass("vac", slow)
+	line := e.ioMax(running, "wbps=")
+	t.Logf("io.max of pod %s on %s: %s", running.UID, running.Spec.NodeName, line)
+	if !strings.Contains(line, fmt.Sprintf("wbps=%d ", vacWriteCap)) {
+		t.Fatalf("io.max %q, want wbps=%d", line, vacWriteCap)
+	}
+	rate := e.ddRate(pod.Name, e.lastDD(pod.Name)+1)
+	t.Logf("direct writes in the pod under a cap of %d MiB/s: %.2f MiB/s (%.0f %% of the cap)",
+		vacWriteCap>>20, rate/(1<<20), 100*rate/vacWriteCap)
+	if rate > 1.2*vacWriteCap {
+		t.Errorf("the pod wrote %.2f MiB/s under a cap of %d MiB/s", rate/(1<<20), vacWriteCap>>20)
+	}
+
+	e.setClass("vac", fast)
+	e.ioMax(running, "")
+	rate = e.ddRate(pod.Name, e.lastDD(pod.Name)+1)
+	t.Logf("direct writes in the pod with the cap removed: %.2f MiB/s", rate/(1<<20))
+}
+
+// volumeAttributesClass creates a class of this driver with write cap wbps, removed at the end.
+func (e *env) volumeAttributesClass(name, wbps string) string {
+	e.t.Helper()
+	vac := &storagev1.VolumeAttributesClass{
+		ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + name},
+		DriverName: driver.Name,
+		Parameters: map[string]string{driver.ParamWriteBPS: wbps},
+	}
+	if err := e.c.Create(e.ctx(), vac); err != nil {
+		e.t.Fatalf("create VolumeAttributesClass %s: %v", vac.Name, err)
+	}
+	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), vac) })
+	return vac.Name
+}
+
+// setClass changes claim's VolumeAttributesClass and waits until the claim reports it current.
+func (e *env) setClass(claim, class string) {
+	e.t.Helper()
+	var pvc corev1.PersistentVolumeClaim
+	if err := e.c.Get(e.ctx(), client.ObjectKey{Namespace: e.ns, Name: claim}, &pvc); err != nil {
+		e.t.Fatal(err)
+	}
+	patch := client.MergeFrom(pvc.DeepCopy())
+	pvc.Spec.VolumeAttributesClassName = &class
+	if err := e.c.Patch(e.ctx(), &pvc, patch); err != nil {
+		e.t.Fatalf("set the VolumeAttributesClass of %s: %v", claim, err)
+	}
+	e.waitFor("PVC "+claim+" in VolumeAttributesClass "+class, func(ctx context.Context) (bool, string, error) {
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: claim}, &pvc); err != nil {
+			return false, "", err
+		}
+		cur := pvc.Status.CurrentVolumeAttributesClassName
+		return cur != nil && *cur == class, fmt.Sprintf("current %v, modify status %+v",
+			cur, pvc.Status.ModifyVolumeStatus), nil
+	})
+}
+
+// ioMax waits until the io.max of pod's cgroup on its node has a line containing want ("": none
+// at all) and returns that line.
+func (e *env) ioMax(pod *corev1.Pod, want string) string {
+	e.t.Helper()
+	script := fmt.Sprintf(`cat "$(find /sys/fs/cgroup -maxdepth 5 -type d -name '*pod%s*' | head -1)/io.max"`, pod.UID)
+	var line string
+	e.waitFor("io.max of pod "+pod.Name+" with "+strconv.Quote(want), func(context.Context) (bool, string, error) {
+		out := strings.TrimSpace(e.onAgent(pod.Spec.NodeName, script))
+		if want == "" {
+			return out == "", out, nil // every entry removed
+		}
+		for l := range strings.SplitSeq(out, "\n") {
+			if strings.Contains(l, want) {
+				line = l
+				return true, l, nil
+			}
+		}
+		return false, out, nil
+	})
+	return line
+}
+
+// lastDD is the number of the pod's last dd run printed (0: none).
+func (e *env) lastDD(name string) int {
+	e.t.Helper()
+	var pod corev1.Pod
+	if err := e.c.Get(e.ctx(), client.ObjectKey{Namespace: e.ns, Name: name}, &pod); err != nil {
+		e.t.Fatal(err)
+	}
+	last := 0
+	for _, m := range ddCopied.FindAllStringSubmatch(e.output(&pod), -1) {
+		last, _ = strconv.Atoi(m[1])
+	}
+	return last
+}
+
+// ddRate waits for the pod's dd run number n (one started after the change) and returns its bytes
+// per second.
+func (e *env) ddRate(name string, n int) float64 {
+	e.t.Helper()
+	var rate float64
+	e.waitFor(fmt.Sprintf("dd run %d of pod %s", n, name), func(ctx context.Context) (bool, string, error) {
+		var pod corev1.Pod
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &pod); err != nil {
+			return false, "", err
+		}
+		out := e.output(&pod)
+		for _, m := range ddCopied.FindAllStringSubmatch(out, -1) {
+			if i, _ := strconv.Atoi(m[1]); i == n {
+				bytes, _ := strconv.ParseFloat(m[2], 64)
+				secs, _ := strconv.ParseFloat(m[3], 64)
+				if secs <= 0 {
+					return false, "", fmt.Errorf("dd %d took %s seconds", n, m[3])
+				}
+				rate = bytes / secs
+				return true, m[0], nil
+			}
+		}
+		return false, out, nil
+	})
+	return rate
+}

@@ -1,0 +1,205 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
+	"github.com/lvm-operator/lvm-operator/internal/driver"
+)
+
+func TestIOLimitsParameters(t *testing.T) {
+	cur := &topolvmv1.IOLimits{ReadBytesPerSecond: 1 << 20, WriteIOPS: 50}
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+		cur    *topolvmv1.IOLimits
+		want   *topolvmv1.IOLimits
+		bad    bool
+	}{
+		{"none", nil, nil, nil, false},
+		{"all four", map[string]string{driver.ParamReadBPS: "10Mi", driver.ParamWriteBPS: "1G",
+			driver.ParamReadIOPS: "100", driver.ParamWriteIOPS: "200"}, nil,
+			&topolvmv1.IOLimits{ReadBytesPerSecond: 10 << 20, WriteBytesPerSecond: 1e9, ReadIOPS: 100, WriteIOPS: 200},
+			false},
+		{"keys left out are kept", map[string]string{driver.ParamWriteBPS: "4096"}, cur,
+			&topolvmv1.IOLimits{ReadBytesPerSecond: 1 << 20, WriteBytesPerSecond: 4096, WriteIOPS: 50}, false},
+		{"max removes a cap", map[string]string{driver.ParamWriteIOPS: "max"}, cur,
+			&topolvmv1.IOLimits{ReadBytesPerSecond: 1 << 20}, false},
+		{"max of every cap is none", map[string]string{driver.ParamReadBPS: "max", driver.ParamWriteIOPS: "max"},
+			cur, nil, false},
+		{"unknown key", map[string]string{"topolvm.io/read-ahead": "128"}, nil, nil, true},
+		{"unknown key beside a good one", map[string]string{driver.ParamReadBPS: "1Mi", "x": "1"}, nil, nil, true},
+		{"zero", map[string]string{driver.ParamReadIOPS: "0"}, nil, nil, true},
+		{"negative bytes", map[string]string{driver.ParamReadBPS: "-1Mi"}, nil, nil, true},
+		{"fractional bytes", map[string]string{driver.ParamReadBPS: "0.5"}, nil, nil, true},
+		{"iops as a quantity", map[string]string{driver.ParamWriteIOPS: "1k"}, nil, nil, true},
+		{"garbage", map[string]string{driver.ParamWriteBPS: "fast"}, nil, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.cur.DeepCopy()
+			got, err := IOLimits(tc.params, tc.cur)
+			if tc.bad {
+				if !errors.Is(err, errInvalid) {
+					t.Fatalf("IOLimits(%v) = %+v, %v; want errInvalid", tc.params, got, err)
+				}
+				t.Logf("refused: %v", err)
+				return
+			}
+			if err != nil || !equalLimits(got, tc.want) {
+				t.Fatalf("IOLimits(%v) = %+v, %v; want %+v", tc.params, got, err, tc.want)
+			}
+			if !equalLimits(tc.cur, before) {
+				t.Errorf("IOLimits changed its input %+v to %+v", before, tc.cur)
+			}
+		})
+	}
+}
+
+// manualVolume creates a volume on the node that never answers by itself and returns its ID and
+// object name.
+func manualVolume(ctx context.Context, t *testing.T, prefix string) (string, string) {
+	t.Helper()
+	name := uniqueName(prefix)
+	res, lv := startManual(ctx, t, name)
+	answer(t, lv)
+	return await(ctx, t, res).resp.GetVolume().GetVolumeId(), lv.Name
+}
+
+// startModify calls ControllerModifyVolume in the background and returns once the spec it asks for
+// is written (the call then waits for the node).
+func startModify(ctx context.Context, t *testing.T, id, name string, params map[string]string,
+	written func(*topolvmv1.LogicalVolume) bool) (<-chan error, *topolvmv1.LogicalVolume) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := srv.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{
+			VolumeId: id, MutableParameters: params,
+		})
+		done <- err
+	}()
+	for {
+		lv := getLV(t, name)
+		if written(lv) {
+			select {
+			case err := <-done:
+				t.Fatalf("ControllerModifyVolume returned before the node reported: %v", err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			return done, lv
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("ControllerModifyVolume returned before writing the spec: %v (spec %+v)", err, lv.Spec.IOLimits)
+		case <-ctx.Done():
+			t.Fatal("the spec was never written")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// reportIOLimited writes what a node agent writes after applying generation gen's caps.
+func reportIOLimited(t *testing.T, lv *topolvmv1.LogicalVolume, st metav1.ConditionStatus, msg string) {
+	t.Helper()
+	orig := lv.DeepCopy()
+	lv.Status.ObservedGeneration = lv.Generation
+	meta.SetStatusCondition(&lv.Status.Conditions, metav1.Condition{
+		Type: topolvmv1.ConditionIOLimited, Status: st, Reason: "Test", Message: msg,
+		ObservedGeneration: lv.Generation,
+	})
+	if err := k8s.Status().Patch(t.Context(), lv, client.MergeFrom(orig)); err != nil {
+		t.Fatalf("write node status: %v", err)
+	}
+}
+
+func waitDone(ctx context.Context, t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		t.Fatal("ControllerModifyVolume did not return after the node reported")
+	}
+	return nil
+}
+
+func TestControllerModifyVolume(t *testing.T) {
+	ctx := testCtx(t)
+	id, name := manualVolume(ctx, t, "vac")
+
+	done, lv := startModify(ctx, t, id, name,
+		map[string]string{driver.ParamWriteBPS: "10Mi", driver.ParamReadIOPS: "100"},
+		func(lv *topolvmv1.LogicalVolume) bool { return lv.Spec.IOLimits != nil })
+	want := topolvmv1.IOLimits{WriteBytesPerSecond: 10 << 20, ReadIOPS: 100}
+	if *lv.Spec.IOLimits != want {
+		t.Fatalf("spec.ioLimits %+v, want %+v", *lv.Spec.IOLimits, want)
+	}
+	reportIOLimited(t, lv, metav1.ConditionTrue, "caps in force in 1 pod")
+	if err := waitDone(ctx, t, done); err != nil {
+		t.Fatalf("ControllerModifyVolume: %v", err)
+	}
+
+	// The same class again is done at once: the node reported this generation.
+	if _, err := srv.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: id,
+		MutableParameters: map[string]string{driver.ParamWriteBPS: "10Mi"}}); err != nil {
+		t.Fatalf("ControllerModifyVolume of what is in force: %v", err)
+	}
+
+	// Removing every cap: the node must report again (it removes them from the pods).
+	done, lv = startModify(ctx, t, id, name,
+		map[string]string{driver.ParamWriteBPS: "max", driver.ParamReadIOPS: "max"},
+		func(lv *topolvmv1.LogicalVolume) bool { return lv.Spec.IOLimits == nil })
+	reportIOLimited(t, lv, metav1.ConditionFalse, "pod x: no io.max")
+	wantCode(t, waitDone(ctx, t, done), codes.Internal)
+
+	_, err := srv.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: id,
+		MutableParameters: map[string]string{driver.ParamWriteBPS: "fast"}})
+	wantCode(t, err, codes.InvalidArgument)
+	if lv := getLV(t, name); lv.Spec.IOLimits != nil {
+		t.Errorf("a refused class changed spec.ioLimits to %+v", lv.Spec.IOLimits)
+	}
+	_, err = srv.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: "no-such-volume",
+		MutableParameters: map[string]string{driver.ParamWriteBPS: "1Mi"}})
+	wantCode(t, err, codes.NotFound)
+}
+
+// TestControllerModifyVolumeOnAnOlderAgent: a node agent that reconciles the new generation without
+// reporting IOLimited cannot apply caps; the call fails instead of waiting for ever.
+func TestControllerModifyVolumeOnAnOlderAgent(t *testing.T) {
+	ctx := testCtx(t)
+	id, name := manualVolume(ctx, t, "vac-old")
+	done, lv := startModify(ctx, t, id, name, map[string]string{driver.ParamReadBPS: "1Mi"},
+		func(lv *topolvmv1.LogicalVolume) bool { return lv.Spec.IOLimits != nil })
+	orig := lv.DeepCopy()
+	lv.Status.ObservedGeneration = lv.Generation
+	if err := k8s.Status().Patch(t.Context(), lv, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, waitDone(ctx, t, done), codes.FailedPrecondition)
+}
+
+func TestCreateVolumeWithMutableParameters(t *testing.T) {
+	name := uniqueName("vac-create")
+	req := createReq(name)
+	req.MutableParameters = map[string]string{driver.ParamReadBPS: "1Mi"}
+	mustCreate(t, req)
+	if lv := getLV(
+		t,
+		name,
+	); lv.Spec.IOLimits == nil ||
+		*lv.Spec.IOLimits != (topolvmv1.IOLimits{ReadBytesPerSecond: 1 << 20}) {
+		t.Errorf("spec.ioLimits %+v, want read 1Mi", lv.Spec.IOLimits)
+	}
+	req = createReq(uniqueName("vac-create"))
+	req.MutableParameters = map[string]string{"topolvm.io/read-ahead": "1"}
+	_, err := srv.CreateVolume(testCtx(t), req)
+	wantCode(t, err, codes.InvalidArgument)
+}
