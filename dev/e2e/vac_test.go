@@ -28,15 +28,13 @@ var ddCopied = regexp.MustCompile(`dd (\d+): (\d+) bytes from ([0-9.]+) to ([0-9
 
 // testVolumeAttributesClass changes a running pod's claim to a VolumeAttributesClass that caps its
 // writes, reads the io.max the node agent wrote into the pod's cgroup on the node, and measures the
-// pod's direct writes under the cap; then a class with "max" removes it.
+// pod's direct writes under the cap; a new pod of the claim (the first one deleted) is capped when
+// the claim is published for it; then a class with "max" removes the cap.
 func testVolumeAttributesClass(t *testing.T) {
 	e := newEnv(t)
 	slow, fast := e.volumeAttributesClass("slow", "2Mi"), e.volumeAttributesClass("unlimited", "max")
 	e.claim("vac", thinClass, "1Gi", false, "")
-	pod := newPod("vac-writer", `i=0; while true; do i=$((i+1)); s=$(cut -d' ' -f1 /proc/uptime); `+
-		`dd if=/dev/zero of=`+mountPath+`/f bs=1M count=16 oflag=direct 2>/dev/null || exit 1; `+
-		`echo "dd $i: 16777216 bytes from $s to $(cut -d' ' -f1 /proc/uptime)"; sleep 1; done`)
-	useClaim(pod, "vac", mountPath, "")
+	pod := vacWriter("vac-writer")
 	e.create(pod)
 	running := e.running(pod.Name)
 	e.waitOutput(pod.Name, "dd 1: ")
@@ -55,10 +53,29 @@ func testVolumeAttributesClass(t *testing.T) {
 		t.Errorf("the pod wrote %.2f MiB/s under a cap of %d MiB/s", rate/(1<<20), vacWriteCap>>20)
 	}
 
+	// A pod started later (here after the first is gone) gets the cap at publish, before it runs.
+	e.deleteAll(pod)
+	e.waitGone(pod)
+	pod = vacWriter("vac-writer-2")
+	e.create(pod)
+	running = e.running(pod.Name)
+	t.Logf("io.max of the new pod %s on %s: %s", running.UID, running.Spec.NodeName,
+		e.ioMax(running, fmt.Sprintf("wbps=%d ", vacWriteCap)))
+
 	e.setClass("vac", fast)
 	e.ioMax(running, "")
 	rate = e.ddRate(pod.Name, e.lastDD(pod.Name)+1)
 	t.Logf("direct writes in the pod with the cap removed: %.2f MiB/s", rate/(1<<20))
+}
+
+// vacWriter is a pod that writes 16 MiB with O_DIRECT to claim vac over and over, printing each
+// run's bytes and its start and end uptime.
+func vacWriter(name string) *corev1.Pod {
+	pod := newPod(name, `i=0; while true; do i=$((i+1)); s=$(cut -d' ' -f1 /proc/uptime); `+
+		`dd if=/dev/zero of=`+mountPath+`/f bs=1M count=16 oflag=direct 2>/dev/null || exit 1; `+
+		`echo "dd $i: 16777216 bytes from $s to $(cut -d' ' -f1 /proc/uptime)"; sleep 1; done`)
+	useClaim(pod, "vac", mountPath, "")
+	return pod
 }
 
 // volumeAttributesClass creates a class of this driver with write cap wbps, removed at the end.
