@@ -155,7 +155,7 @@ func runNode(cmd *cobra.Command, f nodeFlags) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	hostOpts := []exec.HostOption{exec.WithTimeout(f.commandTimeout), exec.WithFinishOnCancel()}
-	mountInfo, cgroupRoot := "", cmp.Or(f.cgroupRoot, iolimit.DefaultCgroupRoot)
+	mountInfo, cgroupRoot := "", f.cgroupRoot // empty: iolimit.DefaultCgroupRoot
 	if f.nsenter {
 		hostOpts = append(hostOpts, exec.WithPrefix(exec.NSEnterPrefix()...))
 		mountInfo = "proc/1/mountinfo"

@@ -1,6 +1,7 @@
 package iolimit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -46,14 +47,7 @@ type Use struct {
 	Device Device
 }
 
-func (h *Host) kubeletDir() string { return filepath.Clean(cmpOr(h.KubeletDir, DefaultKubeletDir)) }
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
+func (h *Host) kubeletDir() string { return filepath.Clean(cmp.Or(h.KubeletDir, DefaultKubeletDir)) }
 
 // Target is what a kubelet's CSI target path says: the volume (PV name) and the pod.
 type Target struct {
@@ -92,13 +86,13 @@ func (h *Host) UseOf(target string) (Use, error) {
 		return Use{}, err
 	}
 	if len(uses) == 0 {
-		return Use{}, fmt.Errorf("%s is not mounted (%s)", target, cmpOr(h.MountInfo, DefaultMountInfo))
+		return Use{}, fmt.Errorf("%s is not mounted (%s)", target, cmp.Or(h.MountInfo, DefaultMountInfo))
 	}
 	return uses[0], nil
 }
 
 func (h *Host) uses(match func(Target, string) bool) ([]Use, error) {
-	file := cmpOr(h.MountInfo, DefaultMountInfo)
+	file := cmp.Or(h.MountInfo, DefaultMountInfo)
 	mis, err := mount.ParseMountInfo(file)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", file, err)
@@ -123,9 +117,9 @@ func (h *Host) uses(match func(Target, string) bool) ([]Use, error) {
 // btrfs reports an anonymous one).
 func deviceOf(mi mount.MountInfo, block bool) (Device, error) {
 	if block {
-		return blockDevice(mi.MountPoint)
+		return BlockDevice(mi.MountPoint)
 	}
-	if d, err := blockDevice(mi.Source); err == nil {
+	if d, err := BlockDevice(mi.Source); err == nil {
 		return d, nil
 	}
 	if mi.Major > 0 {
@@ -134,7 +128,8 @@ func deviceOf(mi mount.MountInfo, block bool) (Device, error) {
 	return Device{}, fmt.Errorf("source %s is not a block device", mi.Source)
 }
 
-func blockDevice(p string) (Device, error) {
+// BlockDevice is the device number of the block device node at p; an error when p is not one.
+func BlockDevice(p string) (Device, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(p, &st); err != nil {
 		return Device{}, fmt.Errorf("stat %s: %w", p, err)
@@ -152,7 +147,7 @@ const maxCgroupDepth = 4
 
 // PodCgroup finds the cgroup directory of pod uid.
 func (h *Host) PodCgroup(uid string) (string, error) {
-	root := filepath.Clean(cmpOr(h.CgroupRoot, DefaultCgroupRoot))
+	root := filepath.Clean(cmp.Or(h.CgroupRoot, DefaultCgroupRoot))
 	plain, systemd := "pod"+uid, "pod"+strings.ReplaceAll(uid, "-", "_")+".slice"
 	found := ""
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

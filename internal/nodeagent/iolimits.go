@@ -76,7 +76,8 @@ func (l *IOLimiter) LimitPublished(ctx context.Context, id, target string) error
 // logicalVolume finds this node's LogicalVolume of volume ID id (nil: none).
 func (l *IOLimiter) logicalVolume(ctx context.Context, id string) (*topolvmv1.LogicalVolume, error) {
 	list := &topolvmv1.LogicalVolumeList{}
-	if err := l.reader.List(ctx, list); err != nil {
+	// Read only: no deep copy of each of the node's LogicalVolumes on every publish.
+	if err := l.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list LogicalVolumes: %w", err)
 	}
 	for i := range list.Items {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -124,7 +125,7 @@ func (s *Server) modify(ctx context.Context, id string, params map[string]string
 		return err
 	}
 	gen := lv.Generation
-	if !equalLimits(want, lv.Spec.IOLimits) {
+	if !ptr.Equal(want, lv.Spec.IOLimits) {
 		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"ioLimits": want}})
 		if err != nil {
 			return fmt.Errorf("encode ioLimits patch: %w", err)
@@ -142,13 +143,6 @@ func (s *Server) modify(ctx context.Context, id string, params map[string]string
 		return ioLimitsApplied(cur, id, gen)
 	})
 	return err
-}
-
-func equalLimits(a, b *topolvmv1.IOLimits) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 // ioLimitsApplied reports whether the node has put generation gen's caps in force. A node that

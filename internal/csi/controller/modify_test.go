@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	topolvmv1 "github.com/lvm-operator/lvm-operator/api/topolvm/v1"
@@ -54,10 +55,10 @@ func TestIOLimitsParameters(t *testing.T) {
 				t.Logf("refused: %v", err)
 				return
 			}
-			if err != nil || !equalLimits(got, tc.want) {
+			if err != nil || !ptr.Equal(got, tc.want) {
 				t.Fatalf("IOLimits(%v) = %+v, %v; want %+v", tc.params, got, err, tc.want)
 			}
-			if !equalLimits(tc.cur, before) {
+			if !ptr.Equal(tc.cur, before) {
 				t.Errorf("IOLimits changed its input %+v to %+v", before, tc.cur)
 			}
 		})

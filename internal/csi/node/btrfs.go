@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/lvm-operator/lvm-operator/internal/exec"
@@ -60,7 +59,7 @@ func (s *Server) ensureUniqueBtrfsFSID(ctx context.Context, dev, fsid string) er
 func isDevice(entry, dev string) bool {
 	if rdev, ok := blockDevice(dev); ok {
 		b, err := os.ReadFile(filepath.Join(entry, "dev"))
-		return err == nil && strings.TrimSpace(string(b)) == fmt.Sprintf("%d:%d", unix.Major(rdev), unix.Minor(rdev))
+		return err == nil && strings.TrimSpace(string(b)) == rdev.String()
 	}
 	return filepath.Base(entry) == filepath.Base(resolve(dev))
 }

@@ -9,13 +9,13 @@ import (
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	mount "k8s.io/mount-utils"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	lvmcsi "github.com/lvm-operator/lvm-operator/internal/csi"
+	"github.com/lvm-operator/lvm-operator/internal/iolimit"
 )
 
 // NodePublishVolume mounts the volume at the target path: a filesystem volume is formatted when blank
@@ -189,12 +189,9 @@ func bindsDevice(mp mount.MountPoint, dev string) bool {
 }
 
 // blockDevice returns the device number of the block device node at p.
-func blockDevice(p string) (uint64, bool) {
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
-		return 0, false
-	}
-	return st.Rdev, true
+func blockDevice(p string) (iolimit.Device, bool) {
+	d, err := iolimit.BlockDevice(p)
+	return d, err == nil
 }
 
 // resolve follows symlinks of p, or returns p when that fails.
