@@ -27,12 +27,16 @@ const vacWriteCap = 2 << 20
 var ddCopied = regexp.MustCompile(`dd (\d+): (\d+) bytes from ([0-9.]+) to ([0-9.]+)`)
 
 // testVolumeAttributesClass changes a running pod's claim to a VolumeAttributesClass that caps its
-// writes, reads the io.max the node agent wrote into the pod's cgroup on the node, and measures the
-// pod's direct writes under the cap; a new pod of the claim (the first one deleted) is capped when
-// the claim is published for it; then a class with "max" removes the cap.
+// writes and sets its LV's read-ahead, reads the io.max the node agent wrote into the pod's cgroup on
+// the node and the read-ahead lvm2 set on the LV, and measures the pod's direct writes under the cap;
+// a new pod of the claim (the first one deleted) is capped when the claim is published for it; then
+// a class with "max" and "auto" removes the cap and gives the read-ahead back to the kernel.
 func testVolumeAttributesClass(t *testing.T) {
 	e := newEnv(t)
-	slow, fast := e.volumeAttributesClass("slow", "2Mi"), e.volumeAttributesClass("unlimited", "max")
+	slow := e.volumeAttributesClass("slow",
+		map[string]string{driver.ParamWriteBPS: "2Mi", driver.ParamReadAhead: "1Mi"})
+	fast := e.volumeAttributesClass("unlimited",
+		map[string]string{driver.ParamWriteBPS: "max", driver.ParamReadAhead: "auto"})
 	e.claim("vac", thinClass, "1Gi", false, "")
 	pod := vacWriter("vac-writer")
 	e.create(pod)
@@ -40,7 +44,15 @@ func testVolumeAttributesClass(t *testing.T) {
 	e.waitOutput(pod.Name, "dd 1: ")
 	t.Logf("direct writes in the pod without a class: %.2f MiB/s", e.ddRate(pod.Name, 1)/(1<<20))
 
+	ra, kernel := e.readAhead("vac")
+	t.Logf("read-ahead of the LV without a class: %s, on the device: %s sectors", ra, kernel)
 	e.setClass("vac", slow)
+	if ra, kernel := e.readAhead("vac"); ra != "2048" || kernel != "2048" {
+		t.Errorf("read-ahead of the LV under a class asking for 1Mi: %s, on the device %s; want 2048 sectors", ra,
+			kernel)
+	} else {
+		t.Logf("read-ahead of the LV under a class asking for 1Mi: %s, on the device: %s sectors", ra, kernel)
+	}
 	line := e.ioMax(running, "wbps=")
 	t.Logf("io.max of pod %s on %s: %s", running.UID, running.Spec.NodeName, line)
 	if !strings.Contains(line, fmt.Sprintf("wbps=%d ", vacWriteCap)) {
@@ -64,6 +76,11 @@ func testVolumeAttributesClass(t *testing.T) {
 
 	e.setClass("vac", fast)
 	e.ioMax(running, "")
+	if ra, kernel := e.readAhead("vac"); ra != "auto" {
+		t.Errorf("read-ahead of the LV under a class asking for auto: %s (device %s)", ra, kernel)
+	} else {
+		t.Logf("read-ahead of the LV under a class asking for auto: %s, on the device: %s sectors", ra, kernel)
+	}
 	rate = e.ddRate(pod.Name, e.lastDD(pod.Name)+1)
 	t.Logf("direct writes in the pod with the cap removed: %.2f MiB/s", rate/(1<<20))
 }
@@ -78,14 +95,14 @@ func vacWriter(name string) *corev1.Pod {
 	return pod
 }
 
-// volumeAttributesClass creates a class of this driver with write cap wbps, removed at the end.
-func (e *env) volumeAttributesClass(name, wbps string) string {
+// volumeAttributesClass creates a class of this driver with params, removed at the end.
+func (e *env) volumeAttributesClass(name string, params map[string]string) string {
 	e.t.Helper()
 	vac := &storagev1.VolumeAttributesClass{
 		// Generated: a class still held by a claim of an earlier run (vac-protection) keeps its name.
 		ObjectMeta: metav1.ObjectMeta{GenerateName: e.ns + "-" + name + "-"},
 		DriverName: driver.Name,
-		Parameters: map[string]string{driver.ParamWriteBPS: wbps},
+		Parameters: params,
 	}
 	if err := e.c.Create(e.ctx(), vac); err != nil {
 		e.t.Fatalf("create VolumeAttributesClass %s: %v", vac.Name, err)
@@ -114,6 +131,20 @@ func (e *env) setClass(claim, class string) {
 		return cur != nil && *cur == class, fmt.Sprintf("current %v, modify status %+v",
 			cur, pvc.Status.ModifyVolumeStatus), nil
 	})
+}
+
+// readAhead returns lvm2's read-ahead of the LV of claim, as set (lv_read_ahead) and on the device
+// (lv_kernel_read_ahead), in 512-byte sectors.
+func (e *env) readAhead(claim string) (string, string) {
+	e.t.Helper()
+	_, lv := e.volumeOf(claim)
+	out := e.onAgent(lv.Spec.NodeName, "lvs --noheadings --units s --nosuffix "+
+		"-o lv_read_ahead,lv_kernel_read_ahead -S lv_name="+lv.Status.VolumeID)
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		e.t.Fatalf("lvs of LV %s on %s: %q", lv.Status.VolumeID, lv.Spec.NodeName, out)
+	}
+	return f[0], f[1]
 }
 
 // ioMax waits until the io.max of pod's cgroup on its node has a line containing want ("": none

@@ -101,10 +101,11 @@ func runSanity(t *testing.T, bin string, s *stack, r sanityRun, dir, outDir stri
 	if err := os.WriteFile(params, []byte(driver.ParamDeviceClass+": "+r.deviceClass+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The ModifyVolume specs create and modify volumes with these caps (VolumeAttributesClass).
+	// The ModifyVolume specs create and modify volumes with these caps and this read-ahead (set by
+	// lvm2 on the LV) of a VolumeAttributesClass.
 	mutable := filepath.Join(dir, "mutable-parameters.yaml")
-	if err := os.WriteFile(mutable, []byte(driver.ParamWriteBPS+": 100Mi\n"+driver.ParamReadIOPS+": \"5000\"\n"),
-		0o600); err != nil {
+	if err := os.WriteFile(mutable, []byte(driver.ParamWriteBPS+": 100Mi\n"+driver.ParamReadIOPS+": \"5000\"\n"+
+		driver.ParamReadAhead+": 256Ki\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	report := filepath.Join(outDir, "csi-sanity-"+r.name+".json")

@@ -27,6 +27,9 @@ const (
 	ParamWriteBPS  = "topolvm.io/write-bps"
 	ParamReadIOPS  = "topolvm.io/read-iops"
 	ParamWriteIOPS = "topolvm.io/write-iops"
+	// ParamReadAhead is the mutable parameter (ours) of a VolumeAttributesClass that sets the read-ahead
+	// of the volume's LV (lvchange --readahead): "auto", "none" or a byte quantity, a multiple of 512.
+	ParamReadAhead = "topolvm.io/read-ahead"
 	// AnnotationClaim names the claim (namespace/name) of a LogicalVolume copied from another node:
 	// the operator reports the copy on it.
 	AnnotationClaim = "lvms.topolvm.io/claim"

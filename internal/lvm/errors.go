@@ -30,6 +30,9 @@ var (
 	// ErrSizeUnchanged: an extend was asked for the size the LV already has.
 	// ExtendLV treats this as success; it is exported for callers of Run.
 	ErrSizeUnchanged = errors.New("size unchanged")
+	// ErrUnchanged: an lvchange asked for a setting the LV already has (lvm2 fails such a
+	// command). SetReadAhead treats this as success.
+	ErrUnchanged = errors.New("setting unchanged")
 )
 
 // stderrClasses maps lvm2 messages (LC_ALL=C, verified against lvm2
@@ -40,6 +43,8 @@ var stderrClasses = []struct {
 }{
 	// New size (13 extents) matches existing size (13 extents).
 	{ErrSizeUnchanged, regexp.MustCompile(`(?i)matches existing size`)},
+	// Read ahead is already auto for "lv"  /  Read ahead is already 256 for "lv"
+	{ErrUnchanged, regexp.MustCompile(`(?i)read ahead is already`)},
 	// Volume group "vg" has insufficient free space (459 extents): 2560 required.
 	// Insufficient suitable allocatable extents for logical volume lv: ...
 	// Insufficient suitable contiguous allocatable extents ...
@@ -51,8 +56,10 @@ var stderrClasses = []struct {
 	{ErrAlreadyExists, regexp.MustCompile(`(?i)already exists`)},
 	// Logical volume vg/lv in use.
 	// Logical volume vg/lv contains a filesystem in use.
+	// Command on LV vg/lv uses options that are invalid with LV properties: lv_is_thick_origin .
+	// (an lvchange --readahead of the origin of a copy-on-write snapshot)
 	{ErrInUse, regexp.MustCompile(`(?i)logical volume \S+ (is )?(in use|contains a filesystem in use)|` +
-		`can't remove open logical volume`)},
+		`can't remove open logical volume|invalid with LV properties: lv_is_thick_origin`)},
 	// Failed to find logical volume "vg/lv"
 	// Logical volume lv not found in volume group vg.
 	// Volume group "vg" not found

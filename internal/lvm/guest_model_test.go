@@ -50,6 +50,16 @@ func TestGuestModelFollowsLVM2(t *testing.T) {
 		lvm.CreateSnapshotOp{VG: v, SnapshotOptions: lvm.SnapshotOptions{Name: "cow", Origin: "linear", Size: 8 * mib,
 			ReadOnly: true}},
 		extend("linear", 80*mib), // refused: an active origin of a copy-on-write snapshot
+		lvm.SetReadAheadOp{VG: v, Name: "thin", ReadAhead: "2048"},
+		lvm.SetReadAheadOp{
+			VG:        v,
+			Name:      "linear",
+			ReadAhead: "8",
+		}, // refused: the origin of copy-on-write snapshot "cow"
+		lvm.SetReadAheadOp{VG: v, Name: "striped", ReadAhead: "3"},   // rounded up to one page
+		lvm.SetReadAheadOp{VG: v, Name: "mirror", ReadAhead: "1001"}, // rounded down to a multiple of it
+		lvm.SetReadAheadOp{VG: v, Name: "tclone", ReadAhead: lvm.ReadAheadNone},
+		lvm.SetReadAheadOp{VG: v, Name: "thin", ReadAhead: lvm.ReadAheadAuto},
 		extend("thin", 2*gib),
 		extend("mirror", 32*mib),
 		extend("striped", 40*mib),
@@ -135,6 +145,8 @@ func run(t *testing.T, c *lvm.Client, vg lvm.VG, op lvm.Op) error {
 		return c.RenameLV(ctx, vg, o.From, o.To)
 	case lvm.RemoveLVOp:
 		return c.RemoveLV(ctx, vg, o.Name)
+	case lvm.SetReadAheadOp:
+		return c.SetReadAhead(ctx, vg, o.Name, o.ReadAhead)
 	}
 	return fmt.Errorf("no command for %T", op)
 }
@@ -160,11 +172,12 @@ func modelDiff(model, lvm2 *lvm.State, vg string, pvs bool) string {
 			continue
 		}
 		if m.Attr != r.Attr || m.Size != r.Size || m.PoolLV != r.PoolLV || m.Origin != r.Origin ||
-			m.SegType() != r.SegType() || m.MetadataSize != r.MetadataSize || !slices.Equal(m.Tags, r.Tags) {
-			out = append(out, fmt.Sprintf("LV %s: attr %s size %d pool %q origin %q seg %s meta %d tags %v; "+
-				"lvm2 attr %s size %d pool %q origin %q seg %s meta %d tags %v", r.Name,
-				m.Attr, m.Size, m.PoolLV, m.Origin, m.SegType(), m.MetadataSize, m.Tags,
-				r.Attr, r.Size, r.PoolLV, r.Origin, r.SegType(), r.MetadataSize, r.Tags))
+			m.SegType() != r.SegType() || m.MetadataSize != r.MetadataSize || !slices.Equal(m.Tags, r.Tags) ||
+			m.ReadAhead != r.ReadAhead {
+			out = append(out, fmt.Sprintf("LV %s: attr %s size %d pool %q origin %q seg %s meta %d tags %v "+
+				"read-ahead %s; lvm2 attr %s size %d pool %q origin %q seg %s meta %d tags %v read-ahead %s", r.Name,
+				m.Attr, m.Size, m.PoolLV, m.Origin, m.SegType(), m.MetadataSize, m.Tags, m.ReadAhead,
+				r.Attr, r.Size, r.PoolLV, r.Origin, r.SegType(), r.MetadataSize, r.Tags, r.ReadAhead))
 		}
 	}
 	if len(model.LVsOf(vg)) != len(lvm2.LVsOf(vg)) {

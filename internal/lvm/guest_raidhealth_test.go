@@ -9,9 +9,6 @@ import (
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
-// TestGuestRAIDLegFails builds a raid1 LV over two device-mapper legs (linear over two guest disks),
-// waits until it is in sync, then swaps one leg's table for the error target and writes to the LV:
-// the report the node agent reads (vg_missing_pv_count, sync_percent, lv_health_status, from which it
 // TestGuestRAIDLegFails builds a raid1 LV over two guest disks, waits until it is in sync, then
 // zeroes the head of one disk (its PV label and metadata: the disk is gone as far as lvm2 can tell):
 // the report the node agent reads (vg_missing_pv_count, sync_percent, lv_health_status, from which it
@@ -67,4 +64,54 @@ func (g *guest) inSync(vg, name string) lvm.LV {
 		lv = g.lv(vg, name)
 	}
 	return lv
+}
+
+// TestGuestRAIDRepair fails one leg of a raid1 LV in a VG of three disks as TestGuestRAIDLegFails
+// does, repairs it onto the third disk (RepairRAID), waits for the resync and drops the missing PV
+// (RemoveMissingPVs): the report says healthy and nothing missing again.
+func TestGuestRAIDRepair(t *testing.T) {
+	g := newGuest(t)
+	ctx := t.Context()
+	g.sh("modprobe", "-a", "dm-raid", "raid1")
+	disks := guestDisks(t, 3)
+	vg := g.vgOn("graid", disks...)
+	if err := g.lvm.CreateLV(
+		ctx,
+		vg,
+		lvm.LVOptions{Name: "r1", Size: 32 * mib, RAID: lvm.RAID1, Mirrors: 1},
+	); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		g.try("lvm", "lvremove", "-f", "-y", "graid/r1")
+		g.try("lvm", "vgreduce", "--removemissing", "--force", "graid")
+	})
+	g.inSync("graid", "r1")
+	// lvm2 places the two images on the first two disks (in order): fail the second.
+	g.sh("dd", "if=/dev/zero", "of="+disks[1], "bs=1M", "count=1", "oflag=direct")
+	if lv := g.lv("graid", "r1"); lv.HealthStatus != "partial" || g.vg("graid").MissingPVs != 1 {
+		t.Fatalf("after the failure: health %q, missing PVs %d; want partial and 1", lv.HealthStatus,
+			g.vg("graid").MissingPVs)
+	}
+	if err := g.lvm.RemoveMissingPVs(ctx, g.vg("graid")); err == nil {
+		t.Fatal("RemoveMissingPVs succeeded while r1 had an image on the missing PV")
+	} else {
+		t.Logf("RemoveMissingPVs before the repair: %v", err)
+	}
+	start := time.Now()
+	if err := g.lvm.RepairRAID(ctx, g.vg("graid"), "r1"); err != nil {
+		t.Fatalf("RepairRAID: %v", err)
+	}
+	lv := g.inSync("graid", "r1")
+	t.Logf("repaired and in sync again in %v: sync %v%%, health %q", time.Since(start).Round(time.Millisecond),
+		lv.SyncPercent, lv.HealthStatus)
+	if lv.SyncPercent != 100 || lv.HealthStatus != "" {
+		t.Fatalf("after the repair: sync %v%%, health %q", lv.SyncPercent, lv.HealthStatus)
+	}
+	if err := g.lvm.RemoveMissingPVs(ctx, g.vg("graid")); err != nil {
+		t.Fatalf("RemoveMissingPVs after the repair: %v", err)
+	}
+	if v := g.vg("graid"); v.MissingPVs != 0 || v.PVCount != 2 {
+		t.Fatalf("after RemoveMissingPVs: %d missing of %d PVs; want 0 of 2", v.MissingPVs, v.PVCount)
+	}
 }

@@ -219,6 +219,9 @@ func TestErrorClassification(t *testing.T) {
 		{`  Logical Volume "lin" already exists in volume group "vgt"`, 5, ErrAlreadyExists},
 		{"  A volume group called vgt already exists.", 5, ErrAlreadyExists},
 		{"  New size (13 extents) matches existing size (13 extents).", 5, ErrSizeUnchanged},
+		{`  Read ahead is already auto for "lv"`, 5, ErrUnchanged},
+		{"  Command on LV vg/lv uses options that are invalid with LV properties: lv_is_thick_origin .\n" +
+			"  Command not permitted on LV vg/lv.", 5, ErrInUse},
 		{"  Logical volume vg1/lv in use.", 5, ErrInUse},
 		{"  Logical volume vg1/lv contains a filesystem in use.", 5, ErrInUse},
 		{"  Size is not a multiple of 512.\n  Invalid argument for --size: 1000b", 3, ErrInvalidArgument},

@@ -135,6 +135,9 @@ func (s *State) addLV(vg VG, lv LV) {
 		lv.DMPath = DMPath(vg.Name, lv.Name)
 	}
 	lv.UUID = fmt.Sprintf("model-%s-%s-%d", vg.Name, lv.Name, len(s.LVs))
+	if lv.ReadAhead == "" {
+		lv.ReadAhead = ReadAheadAuto // lvcreate's default
+	}
 	s.LVs = append(s.LVs, lv)
 }
 

@@ -16,7 +16,7 @@ const (
 		"vg_free_count,vg_tags,pv_count,lv_count,vg_missing_pv_count"
 	pvColumns = "pv_name,pv_uuid,vg_name,pv_size,pv_free,dev_size,pv_tags,pv_attr"
 	lvColumns = "lv_name,vg_name,lv_uuid,lv_attr,lv_size,pool_lv,origin,data_percent," +
-		"metadata_percent,lv_metadata_size,lv_tags,lv_path,lv_dm_path,sync_percent,lv_health_status"
+		"metadata_percent,lv_metadata_size,lv_tags,lv_path,lv_dm_path,sync_percent,lv_health_status,lv_read_ahead"
 	segColumns   = "lv_uuid,segtype,stripes,stripe_size,chunk_size,seg_size,devices"
 	pvsegColumns = "pvseg_start"
 )
@@ -155,6 +155,11 @@ func parseLV(r row) (LV, error) {
 		SyncPercent:     p.float("sync_percent"),
 		HealthStatus:    p.str("lv_health_status"),
 	}
+	ra, err := parseReadAhead(p.str("lv_read_ahead"))
+	if err != nil {
+		p.fail("lv_read_ahead", err)
+	}
+	lv.ReadAhead = ra
 	attr := p.str("lv_attr")
 	if p.err == nil {
 		a, err := ParseLVAttr(attr)

@@ -80,7 +80,9 @@ type LV struct {
 	// HealthStatus is lvm2's health of the LV, "" when healthy (RAID: "partial", "refresh needed",
 	// "mismatches exist"; thin pools: "failed", "out_of_data", "metadata_read_only").
 	HealthStatus string
-	Segments     []Segment
+	// ReadAhead is the LV's read-ahead setting (lv_read_ahead): auto, none or sectors; "" unknown.
+	ReadAhead ReadAhead
+	Segments  []Segment
 }
 
 // Segment is one LV segment.

@@ -93,6 +93,17 @@ func (c *Client) ListLVs(ctx context.Context, class string) ([]LV, error) {
 	return out, nil
 }
 
+// ChangeLV changes an LV while it is in use (see Service.ChangeLV).
+func (c *Client) ChangeLV(ctx context.Context, req ChangeLVRequest) (LV, error) {
+	resp, err := c.lv.ChangeLV(ctx, &lvmdpb.ChangeLVRequest{
+		Name: req.Name, DeviceClass: req.DeviceClass, ReadAhead: req.ReadAhead,
+	})
+	if err != nil {
+		return LV{}, fromStatus(err, "change LV %s", req.Name)
+	}
+	return lvFromProto(resp.GetVolume()), nil
+}
+
 // GetLV returns one LV lvmd made (see Service.GetLV).
 func (c *Client) GetLV(ctx context.Context, name, class string) (LV, error) {
 	resp, err := c.vg.GetLV(ctx, &lvmdpb.GetLVRequest{Name: name, DeviceClass: class})
@@ -140,7 +151,7 @@ func lvFromProto(v *lvmdpb.LogicalVolume) LV {
 	return LV{
 		Name: v.GetName(), DeviceClass: v.GetDeviceClass(), VolumeGroup: v.GetVolumeGroup(), Size: v.GetSizeBytes(),
 		Path: v.GetPath(), Tags: v.GetTags(), Origin: v.GetOrigin(), ThinPool: v.GetThinPool(),
-		ReadOnly: v.GetReadOnly(), UUID: v.GetUuid(),
+		ReadOnly: v.GetReadOnly(), UUID: v.GetUuid(), ReadAhead: v.GetReadAhead(),
 	}
 }
 

@@ -27,13 +27,16 @@ type LV struct {
 	ReadOnly bool
 	// UUID is empty for an LV created since the last full state read.
 	UUID string
+	// ReadAhead is lvm2's read-ahead setting of the LV: auto, none or a number of 512-byte
+	// sectors; empty when unknown (an LV created since the last full state read).
+	ReadAhead string
 }
 
 func toLV(dc *DeviceClass, lv lvm.LV) LV {
 	return LV{
 		Name: lv.Name, DeviceClass: dc.Name, VolumeGroup: lv.VGName, Size: lv.Size, Path: lv.Path,
 		Tags: slices.Clone(lv.Tags), Origin: lv.Origin, ThinPool: lv.PoolLV,
-		ReadOnly: !lv.Attr.Writable(), UUID: lv.UUID,
+		ReadOnly: !lv.Attr.Writable(), UUID: lv.UUID, ReadAhead: string(lv.ReadAhead),
 	}
 }
 

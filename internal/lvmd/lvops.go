@@ -140,13 +140,22 @@ func (s *Service) planRemove(dc *DeviceClass, name string) (lvm.VG, lvm.LV, bool
 	if err != nil {
 		return lvm.VG{}, lvm.LV{}, true, err
 	}
-	for _, o := range s.state.LVs {
-		if o.VGName == vg.Name && o.Origin == name && o.Attr.IsSnapshot() {
-			return lvm.VG{}, lvm.LV{}, true, fmt.Errorf("%w: LV %s has copy-on-write snapshot %s",
-				ErrInUse, lv.FullName(), o.Name)
-		}
+	if snap := s.cowSnapshotOf(vg.Name, name); snap != "" {
+		return lvm.VG{}, lvm.LV{}, true, fmt.Errorf("%w: LV %s has copy-on-write snapshot %s",
+			ErrInUse, lv.FullName(), snap)
 	}
 	return vg, lv, s.state.Placed(vg.Name, name), nil
+}
+
+// cowSnapshotOf names a copy-on-write snapshot of LV vg/name in the cache, "" when it has none;
+// s.mu held.
+func (s *Service) cowSnapshotOf(vg, name string) string {
+	for _, o := range s.state.LVs {
+		if o.VGName == vg && o.Origin == name && o.Attr.IsSnapshot() {
+			return o.Name
+		}
+	}
+	return ""
 }
 
 // ResizeLV grows an LV to size bytes (rounded up as lvm2 does). A size not

@@ -48,6 +48,7 @@ func lvToProto(lv LV) *lvmdpb.LogicalVolume {
 	return &lvmdpb.LogicalVolume{
 		Name: lv.Name, DeviceClass: lv.DeviceClass, VolumeGroup: lv.VolumeGroup, SizeBytes: lv.Size,
 		Path: lv.Path, Tags: lv.Tags, Origin: lv.Origin, ThinPool: lv.ThinPool, ReadOnly: lv.ReadOnly, Uuid: lv.UUID,
+		ReadAhead: lv.ReadAhead,
 	}
 }
 
@@ -61,6 +62,17 @@ func (s *Server) CreateLV(ctx context.Context, req *lvmdpb.CreateLVRequest) (*lv
 		return nil, toStatus(err)
 	}
 	return &lvmdpb.CreateLVResponse{Volume: lvToProto(lv)}, nil
+}
+
+// ChangeLV implements LVService.
+func (s *Server) ChangeLV(ctx context.Context, req *lvmdpb.ChangeLVRequest) (*lvmdpb.ChangeLVResponse, error) {
+	lv, err := s.svc.ChangeLV(ctx, ChangeLVRequest{
+		Name: req.GetName(), DeviceClass: req.GetDeviceClass(), ReadAhead: req.GetReadAhead(),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &lvmdpb.ChangeLVResponse{Volume: lvToProto(lv)}, nil
 }
 
 // RemoveLV implements LVService.

@@ -39,6 +39,14 @@ func TestGRPCOverUnixSocket(t *testing.T) {
 	if lv, err := c.ResizeLV(ctx, "a", "thin", 2*gib); err != nil || lv.Size != 2*gib {
 		t.Errorf("ResizeLV = %+v, %v", lv, err)
 	}
+	if lv, err := c.ChangeLV(
+		ctx,
+		lvmd.ChangeLVRequest{Name: "a", DeviceClass: "thin", ReadAhead: "1024"},
+	); err != nil ||
+		lv.ReadAhead != "1024" ||
+		lv.Size != 2*gib {
+		t.Errorf("ChangeLV = %+v, %v", lv, err)
+	}
 	snap, err := c.CreateSnapshot(
 		ctx,
 		lvmd.SnapshotRequest{Name: "s", DeviceClass: "thin", Source: "a", ReadOnly: true},
@@ -69,6 +77,11 @@ func TestGRPCOverUnixSocket(t *testing.T) {
 		},
 		{"not found", second(c.ResizeLV(ctx, "nope", "thin", gib)), lvmd.ErrNotFound},
 		{"get: not found", second(c.GetLV(ctx, "nope", "thin")), lvmd.ErrNotFound},
+		{
+			"change: invalid",
+			second(c.ChangeLV(ctx, lvmd.ChangeLVRequest{Name: "a", DeviceClass: "thin", ReadAhead: "1k"})),
+			lvmd.ErrInvalidArgument,
+		},
 		{"get: not ours", second(c.GetLV(ctx, "pool", "thick")), lvmd.ErrNotOurs},
 		{
 			"exists",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,13 @@ import (
 // change (logicalvolume.IOLimiter), and for the pod of each new publish (the CSI node service's
 // csinode.PublishLimiter) before the pod's containers start.
 type IOLimiter struct {
+	// mu makes a publish's read of the caps and its write of them one step towards a reconcile's
+	// scan and write. Without it, a publish that read the previous caps from the cache could write
+	// them after the reconcile of the new caps had found and capped its pod: the pod would keep the
+	// previous caps until the volume's next reconcile. With it, either the publish comes first (and
+	// the reconcile, which starts after the cache has the new caps, finds the pod mounted) or the
+	// publish reads the new caps.
+	mu       sync.Mutex
 	host     *iolimit.Host
 	reader   client.Reader
 	nodeName string
@@ -35,6 +43,8 @@ func NewIOLimiter(host *iolimit.Host, reader client.Reader, node string) *IOLimi
 // the pod's cgroup before it mounts the pod's volumes and removes it after the containers stopped):
 // it is skipped.
 func (l *IOLimiter) Limit(ctx context.Context, volume string, limits *topolvmv1.IOLimits) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	uses, err := l.host.Uses(volume)
 	if err != nil {
 		return 0, err
@@ -57,6 +67,8 @@ func (l *IOLimiter) Limit(ctx context.Context, volume string, limits *topolvmv1.
 // LimitPublished sets the caps of volume id, if it has any, in the cgroup of the pod of the publish
 // at target.
 func (l *IOLimiter) LimitPublished(ctx context.Context, id, target string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	lv, err := l.logicalVolume(ctx, id)
 	if err != nil || lv == nil || lv.Spec.IOLimits == nil {
 		return err

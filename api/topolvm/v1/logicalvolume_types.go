@@ -75,6 +75,16 @@ type LogicalVolumeSpec struct {
 	// VolumeAttributesClass (an lvms extension; docs/csi.md#volumeattributesclass). Absent: no cap.
 	// +optional
 	IOLimits *IOLimits `json:"ioLimits,omitempty"`
+
+	// ReadAhead is the LV's read-ahead, set by lvm2 on the volume's device while it is in use:
+	// "auto" (lvm2's default: the kernel chooses), "none", or a number of 512-byte sectors (lvm2
+	// rounds it to the node's page size). Set from the mutable parameters of a
+	// VolumeAttributesClass (an lvms extension; docs/csi.md#volumeattributesclass). Absent: the
+	// LV keeps the read-ahead it has.
+	// +optional
+	// +kubebuilder:validation:MaxLength=10
+	// +kubebuilder:validation:Pattern=`^(auto|none|[1-9][0-9]*)$`
+	ReadAhead string `json:"readAhead,omitempty"`
 }
 
 // IOLimits are the caps of io.max; an unset (zero) field is no cap.
@@ -109,6 +119,9 @@ const (
 	// ConditionIOLimited is true once spec.ioLimits of the condition's generation is in force in
 	// every pod that uses the volume (set only on a volume that has or had spec.ioLimits).
 	ConditionIOLimited = "IOLimited"
+	// ConditionReadAheadSet is true once the LV has spec.readAhead of the condition's generation
+	// (set only on a volume that has spec.readAhead).
+	ConditionReadAheadSet = "ReadAheadSet"
 )
 
 // TransferPhase is where a copy from another node stands.

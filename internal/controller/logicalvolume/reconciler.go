@@ -31,6 +31,7 @@ type LVM interface {
 	CreateLV(ctx context.Context, req lvmd.CreateLVRequest) (lvmd.LV, error)
 	CreateSnapshot(ctx context.Context, req lvmd.SnapshotRequest) (lvmd.LV, error)
 	ResizeLV(ctx context.Context, name, class string, size uint64) (lvmd.LV, error)
+	ChangeLV(ctx context.Context, req lvmd.ChangeLVRequest) (lvmd.LV, error)
 	RemoveLV(ctx context.Context, name, class string) error
 }
 
@@ -114,7 +115,8 @@ type scope struct {
 // phase is one step of a reconcile. It records what it observed in the scope.
 type phase func(ctx context.Context, s *scope) error
 
-// Reconcile creates, grows or removes the LV of one LogicalVolume of this node.
+// Reconcile creates, grows, changes (read-ahead, IO caps) or removes the LV of one LogicalVolume
+// of this node.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &topolvmv1.LogicalVolume{}
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -134,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	var err error
-	for _, p := range []phase{r.canCopy, ensureCreated, r.ensureCopied, ensureSize, r.ensureIOLimits} {
+	for _, p := range []phase{r.canCopy, ensureCreated, r.ensureCopied, ensureSize, ensureReadAhead, r.ensureIOLimits} {
 		if err = p(ctx, s); err != nil {
 			break
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"google.golang.org/grpc/codes"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -86,6 +87,13 @@ func (s *scope) fail(typ string, err error) error {
 	return err
 }
 
+// agentConditions are the condition types the node agent owns (the only ones its status apply
+// writes).
+var agentConditions = []string{
+	topolvmv1.ConditionCreated, topolvmv1.ConditionResized, topolvmv1.ConditionCopied,
+	topolvmv1.ConditionIOLimited, topolvmv1.ConditionReadAheadSet,
+}
+
 // applyStatus derives the status from the scope and applies it unless it is unchanged.
 func (r *Reconciler) applyStatus(ctx context.Context, s *scope) error {
 	st := &s.status
@@ -139,8 +147,7 @@ func statusApplyConfiguration(st *topolvmv1.LogicalVolumeStatus) *topolvmac.Logi
 		ac.WithTransfer(transferApplyConfiguration(t))
 	}
 	for _, c := range st.Conditions {
-		if c.Type != topolvmv1.ConditionCreated && c.Type != topolvmv1.ConditionResized &&
-			c.Type != topolvmv1.ConditionCopied && c.Type != topolvmv1.ConditionIOLimited {
+		if !slices.Contains(agentConditions, c.Type) {
 			continue
 		}
 		ac.WithConditions(metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).

@@ -82,6 +82,10 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 	if err != nil {
 		return nil, err
 	}
+	readAhead, err := ReadAhead(req.GetMutableParameters(), "")
+	if err != nil {
+		return nil, err
+	}
 	lv := &topolvmv1.LogicalVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: objectName(req.GetName()), Annotations: annotations},
 		Spec: topolvmv1.LogicalVolumeSpec{
@@ -89,6 +93,7 @@ func (s *Server) desiredVolume(ctx context.Context, req *csi.CreateVolumeRequest
 			DeviceClass:         params[driver.ParamDeviceClass],
 			LvcreateOptionClass: params[driver.ParamLvcreateOptionClass],
 			IOLimits:            limits,
+			ReadAhead:           readAhead,
 		},
 	}
 	if src := req.GetVolumeContentSource(); src != nil {

@@ -37,7 +37,8 @@ func TestIOLimitsParameters(t *testing.T) {
 			&topolvmv1.IOLimits{ReadBytesPerSecond: 1 << 20}, false},
 		{"max of every cap is none", map[string]string{driver.ParamReadBPS: "max", driver.ParamWriteIOPS: "max"},
 			cur, nil, false},
-		{"unknown key", map[string]string{"topolvm.io/read-ahead": "128"}, nil, nil, true},
+		{"unknown key", map[string]string{"topolvm.io/readahead": "128Ki"}, nil, nil, true},
+		{"the read-ahead is not a cap", map[string]string{driver.ParamReadAhead: "128Ki"}, cur, cur, false},
 		{"unknown key beside a good one", map[string]string{driver.ParamReadBPS: "1Mi", "x": "1"}, nil, nil, true},
 		{"zero", map[string]string{driver.ParamReadIOPS: "0"}, nil, nil, true},
 		{"negative bytes", map[string]string{driver.ParamReadBPS: "-1Mi"}, nil, nil, true},
@@ -107,15 +108,22 @@ func startModify(ctx context.Context, t *testing.T, id, name string, params map[
 	}
 }
 
-// reportIOLimited writes what a node agent writes after applying generation gen's caps.
+// reportIOLimited writes what a node agent writes after applying the caps of lv's generation.
 func reportIOLimited(t *testing.T, lv *topolvmv1.LogicalVolume, st metav1.ConditionStatus, msg string) {
+	t.Helper()
+	report(t, lv, metav1.Condition{Type: topolvmv1.ConditionIOLimited, Status: st, Message: msg})
+}
+
+// report writes, as a node agent does in one status apply, the conditions of lv's generation and
+// the observed generation.
+func report(t *testing.T, lv *topolvmv1.LogicalVolume, conditions ...metav1.Condition) {
 	t.Helper()
 	orig := lv.DeepCopy()
 	lv.Status.ObservedGeneration = lv.Generation
-	meta.SetStatusCondition(&lv.Status.Conditions, metav1.Condition{
-		Type: topolvmv1.ConditionIOLimited, Status: st, Reason: "Test", Message: msg,
-		ObservedGeneration: lv.Generation,
-	})
+	for _, c := range conditions {
+		c.Reason, c.ObservedGeneration = "Test", lv.Generation
+		meta.SetStatusCondition(&lv.Status.Conditions, c)
+	}
 	if err := k8s.Status().Patch(t.Context(), lv, client.MergeFrom(orig)); err != nil {
 		t.Fatalf("write node status: %v", err)
 	}
@@ -199,8 +207,94 @@ func TestCreateVolumeWithMutableParameters(t *testing.T) {
 		*lv.Spec.IOLimits != (topolvmv1.IOLimits{ReadBytesPerSecond: 1 << 20}) {
 		t.Errorf("spec.ioLimits %+v, want read 1Mi", lv.Spec.IOLimits)
 	}
-	req = createReq(uniqueName("vac-create"))
-	req.MutableParameters = map[string]string{"topolvm.io/read-ahead": "1"}
-	_, err := srv.CreateVolume(testCtx(t), req)
-	wantCode(t, err, codes.InvalidArgument)
+	name = uniqueName("vac-create")
+	req = createReq(name)
+	req.MutableParameters = map[string]string{driver.ParamReadAhead: "1Mi"}
+	mustCreate(t, req)
+	if lv := getLV(t, name); lv.Spec.ReadAhead != "2048" || lv.Spec.IOLimits != nil {
+		t.Errorf("spec.readAhead %q, ioLimits %+v; want 2048 sectors and no caps", lv.Spec.ReadAhead, lv.Spec.IOLimits)
+	}
+	for _, params := range []map[string]string{
+		{driver.ParamReadAhead: "1"}, {"topolvm.io/readahead": "1Mi"},
+	} {
+		req = createReq(uniqueName("vac-create"))
+		req.MutableParameters = params
+		_, err := srv.CreateVolume(testCtx(t), req)
+		wantCode(t, err, codes.InvalidArgument)
+	}
+}
+
+func TestReadAheadParameter(t *testing.T) {
+	for _, tc := range []struct {
+		name, cur, want string
+		params          map[string]string
+		bad             bool
+	}{
+		{name: "left out", cur: "256", want: "256"},
+		{name: "left out of none", want: ""},
+		{name: "auto", cur: "256", want: "auto", params: map[string]string{driver.ParamReadAhead: "auto"}},
+		{name: "none", want: "none", params: map[string]string{driver.ParamReadAhead: "none"}},
+		{name: "zero is none", want: "none", params: map[string]string{driver.ParamReadAhead: "0"}},
+		{name: "bytes", want: "8", params: map[string]string{driver.ParamReadAhead: "4096"}},
+		{name: "Mi", want: "8192", params: map[string]string{driver.ParamReadAhead: "4Mi"}},
+		{name: "the caps are not the read-ahead", cur: "16", want: "16",
+			params: map[string]string{driver.ParamWriteBPS: "1Mi"}},
+		{name: "not sectors", params: map[string]string{driver.ParamReadAhead: "1000"}, bad: true},
+		{name: "negative", params: map[string]string{driver.ParamReadAhead: "-4Ki"}, bad: true},
+		{name: "too large", params: map[string]string{driver.ParamReadAhead: "4Ti"}, bad: true},
+		{name: "fraction", params: map[string]string{driver.ParamReadAhead: "1024.5"}, bad: true},
+		{name: "half a kibibyte", want: "1", params: map[string]string{driver.ParamReadAhead: "0.5Ki"}},
+		{name: "garbage", params: map[string]string{driver.ParamReadAhead: "max"}, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ReadAhead(tc.params, tc.cur)
+			if tc.bad {
+				if !errors.Is(err, errInvalid) {
+					t.Fatalf("ReadAhead(%v) = %q, %v; want errInvalid", tc.params, got, err)
+				}
+				t.Logf("refused: %v", err)
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("ReadAhead(%v, %q) = %q, %v; want %q", tc.params, tc.cur, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestControllerModifyVolumeReadAhead: a class with a read-ahead and a cap is done when the node has
+// reported both for the new generation; a failed read-ahead fails the call.
+func TestControllerModifyVolumeReadAhead(t *testing.T) {
+	ctx := testCtx(t)
+	id, name := manualVolume(ctx, t, "vac-ra")
+	done, lv := startModify(ctx, t, id, name,
+		map[string]string{driver.ParamReadAhead: "512Ki", driver.ParamWriteIOPS: "300"},
+		func(lv *topolvmv1.LogicalVolume) bool { return lv.Spec.ReadAhead != "" })
+	if lv.Spec.ReadAhead != "1024" || lv.Spec.IOLimits == nil || lv.Spec.IOLimits.WriteIOPS != 300 {
+		t.Fatalf("spec.readAhead %q, ioLimits %+v; want 1024 and write IOPS 300", lv.Spec.ReadAhead, lv.Spec.IOLimits)
+	}
+	report(t, lv,
+		metav1.Condition{Type: topolvmv1.ConditionIOLimited, Status: metav1.ConditionTrue, Message: "1 pod"},
+		metav1.Condition{Type: topolvmv1.ConditionReadAheadSet, Status: metav1.ConditionTrue, Message: "1024"})
+	if err := waitDone(ctx, t, done); err != nil {
+		t.Fatalf("ControllerModifyVolume: %v", err)
+	}
+
+	// Only the read-ahead: the caps are kept, and an lvchange failure is the call's.
+	done, lv = startModify(ctx, t, id, name, map[string]string{driver.ParamReadAhead: "auto"},
+		func(lv *topolvmv1.LogicalVolume) bool { return lv.Spec.ReadAhead == "auto" })
+	if lv.Spec.IOLimits == nil || lv.Spec.IOLimits.WriteIOPS != 300 {
+		t.Fatalf("spec.ioLimits %+v after a class with the read-ahead only; want the caps kept", lv.Spec.IOLimits)
+	}
+	report(
+		t,
+		lv,
+		metav1.Condition{Type: topolvmv1.ConditionIOLimited, Status: metav1.ConditionTrue, Message: "1 pod"},
+		metav1.Condition{
+			Type:    topolvmv1.ConditionReadAheadSet,
+			Status:  metav1.ConditionFalse,
+			Message: "lvchange failed",
+		},
+	)
+	wantCode(t, waitDone(ctx, t, done), codes.Internal)
 }

@@ -17,7 +17,7 @@ type args struct {
 var valueOpts = []string{
 	"-n", "-L", "-V", "-l", "-i", "-I", "-m", "-p", "-Z", "-W", "-c", "--type", "--thinpool", "--addtag",
 	"--setactivationskip", "--wipesignatures", "--alloc", "--reportformat", "--units", "--configreport", "-o",
-	"--config", "--poolmetadatasize", "--zero",
+	"--config", "--poolmetadatasize", "--zero", "--readahead",
 }
 
 func parseArgs(list []string) (args, error) {
@@ -219,6 +219,8 @@ func lvchange(a args) ([]lvm.Op, error) {
 		return nil, err
 	case a.has("--addtag"):
 		return []lvm.Op{lvm.AddLVTagsOp{VG: vg, Name: name, Tags: a.opts["--addtag"]}}, nil
+	case a.has("--readahead"):
+		return []lvm.Op{lvm.SetReadAheadOp{VG: vg, Name: name, ReadAhead: lvm.ReadAhead(a.get("--readahead"))}}, nil
 	case a.has("--zero"):
 		return []lvm.Op{lvm.SetThinPoolZeroOp{VG: vg, Name: name, Zero: a.get("--zero") == "y"}}, nil
 	case a.has("-ay"), a.has("-an"):

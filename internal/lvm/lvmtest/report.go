@@ -77,7 +77,20 @@ func lvRow(lv lvm.LV) map[string]string {
 		"lv_size": u(lv.Size), "pool_lv": lv.PoolLV, "origin": lv.Origin, "data_percent": percent(lv.DataPercent),
 		"metadata_percent": percent(lv.MetadataPercent), "lv_metadata_size": u(lv.MetadataSize),
 		"lv_tags": strings.Join(lv.Tags, ","), "lv_path": lv.Path, "lv_dm_path": lv.DMPath,
+		"lv_read_ahead": readAhead(lv.ReadAhead),
 	}
+}
+
+// readAhead is lv_read_ahead as lvm2 prints it with --units b: auto, or bytes.
+func readAhead(r lvm.ReadAhead) string {
+	switch r {
+	case "", lvm.ReadAheadAuto:
+		return string(lvm.ReadAheadAuto)
+	case lvm.ReadAheadNone:
+		return "0"
+	}
+	n, _ := strconv.ParseUint(string(r), 10, 64)
+	return u(n * 512)
 }
 
 func percent(p float64) string {

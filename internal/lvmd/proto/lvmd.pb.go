@@ -88,9 +88,12 @@ type LogicalVolume struct {
 	// Origin is the source of a snapshot or clone.
 	Origin string `protobuf:"bytes,7,opt,name=origin,proto3" json:"origin,omitempty"`
 	// Thin pool of a thin LV.
-	ThinPool      string `protobuf:"bytes,8,opt,name=thin_pool,json=thinPool,proto3" json:"thin_pool,omitempty"`
-	ReadOnly      bool   `protobuf:"varint,9,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
-	Uuid          string `protobuf:"bytes,10,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	ThinPool string `protobuf:"bytes,8,opt,name=thin_pool,json=thinPool,proto3" json:"thin_pool,omitempty"`
+	ReadOnly bool   `protobuf:"varint,9,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	Uuid     string `protobuf:"bytes,10,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	// lvm2's read-ahead setting: "auto", "none" or a number of 512-byte
+	// sectors; empty when not known yet.
+	ReadAhead     string `protobuf:"bytes,11,opt,name=read_ahead,json=readAhead,proto3" json:"read_ahead,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -191,6 +194,13 @@ func (x *LogicalVolume) GetReadOnly() bool {
 func (x *LogicalVolume) GetUuid() string {
 	if x != nil {
 		return x.Uuid
+	}
+	return ""
+}
+
+func (x *LogicalVolume) GetReadAhead() string {
+	if x != nil {
+		return x.ReadAhead
 	}
 	return ""
 }
@@ -510,6 +520,112 @@ func (x *ResizeLVResponse) GetVolume() *LogicalVolume {
 	return nil
 }
 
+type ChangeLVRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	DeviceClass string                 `protobuf:"bytes,2,opt,name=device_class,json=deviceClass,proto3" json:"device_class,omitempty"`
+	// The read-ahead to set: "auto", "none" or a number of 512-byte sectors
+	// (rounded by lvm2 to the page size). Required.
+	ReadAhead     string `protobuf:"bytes,3,opt,name=read_ahead,json=readAhead,proto3" json:"read_ahead,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeLVRequest) Reset() {
+	*x = ChangeLVRequest{}
+	mi := &file_lvmd_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeLVRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeLVRequest) ProtoMessage() {}
+
+func (x *ChangeLVRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lvmd_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeLVRequest.ProtoReflect.Descriptor instead.
+func (*ChangeLVRequest) Descriptor() ([]byte, []int) {
+	return file_lvmd_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ChangeLVRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ChangeLVRequest) GetDeviceClass() string {
+	if x != nil {
+		return x.DeviceClass
+	}
+	return ""
+}
+
+func (x *ChangeLVRequest) GetReadAhead() string {
+	if x != nil {
+		return x.ReadAhead
+	}
+	return ""
+}
+
+type ChangeLVResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Volume        *LogicalVolume         `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeLVResponse) Reset() {
+	*x = ChangeLVResponse{}
+	mi := &file_lvmd_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeLVResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeLVResponse) ProtoMessage() {}
+
+func (x *ChangeLVResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lvmd_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeLVResponse.ProtoReflect.Descriptor instead.
+func (*ChangeLVResponse) Descriptor() ([]byte, []int) {
+	return file_lvmd_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ChangeLVResponse) GetVolume() *LogicalVolume {
+	if x != nil {
+		return x.Volume
+	}
+	return nil
+}
+
 type CreateLVSnapshotRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -526,7 +642,7 @@ type CreateLVSnapshotRequest struct {
 
 func (x *CreateLVSnapshotRequest) Reset() {
 	*x = CreateLVSnapshotRequest{}
-	mi := &file_lvmd_proto_msgTypes[7]
+	mi := &file_lvmd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +654,7 @@ func (x *CreateLVSnapshotRequest) String() string {
 func (*CreateLVSnapshotRequest) ProtoMessage() {}
 
 func (x *CreateLVSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[7]
+	mi := &file_lvmd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +667,7 @@ func (x *CreateLVSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLVSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CreateLVSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{7}
+	return file_lvmd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateLVSnapshotRequest) GetName() string {
@@ -605,7 +721,7 @@ type CreateLVSnapshotResponse struct {
 
 func (x *CreateLVSnapshotResponse) Reset() {
 	*x = CreateLVSnapshotResponse{}
-	mi := &file_lvmd_proto_msgTypes[8]
+	mi := &file_lvmd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -617,7 +733,7 @@ func (x *CreateLVSnapshotResponse) String() string {
 func (*CreateLVSnapshotResponse) ProtoMessage() {}
 
 func (x *CreateLVSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[8]
+	mi := &file_lvmd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -630,7 +746,7 @@ func (x *CreateLVSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLVSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CreateLVSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{8}
+	return file_lvmd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateLVSnapshotResponse) GetSnapshot() *LogicalVolume {
@@ -650,7 +766,7 @@ type GetLVListRequest struct {
 
 func (x *GetLVListRequest) Reset() {
 	*x = GetLVListRequest{}
-	mi := &file_lvmd_proto_msgTypes[9]
+	mi := &file_lvmd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -662,7 +778,7 @@ func (x *GetLVListRequest) String() string {
 func (*GetLVListRequest) ProtoMessage() {}
 
 func (x *GetLVListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[9]
+	mi := &file_lvmd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -675,7 +791,7 @@ func (x *GetLVListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLVListRequest.ProtoReflect.Descriptor instead.
 func (*GetLVListRequest) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{9}
+	return file_lvmd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetLVListRequest) GetDeviceClass() string {
@@ -694,7 +810,7 @@ type GetLVListResponse struct {
 
 func (x *GetLVListResponse) Reset() {
 	*x = GetLVListResponse{}
-	mi := &file_lvmd_proto_msgTypes[10]
+	mi := &file_lvmd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -706,7 +822,7 @@ func (x *GetLVListResponse) String() string {
 func (*GetLVListResponse) ProtoMessage() {}
 
 func (x *GetLVListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[10]
+	mi := &file_lvmd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -719,7 +835,7 @@ func (x *GetLVListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLVListResponse.ProtoReflect.Descriptor instead.
 func (*GetLVListResponse) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{10}
+	return file_lvmd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetLVListResponse) GetVolumes() []*LogicalVolume {
@@ -740,7 +856,7 @@ type GetLVRequest struct {
 
 func (x *GetLVRequest) Reset() {
 	*x = GetLVRequest{}
-	mi := &file_lvmd_proto_msgTypes[11]
+	mi := &file_lvmd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +868,7 @@ func (x *GetLVRequest) String() string {
 func (*GetLVRequest) ProtoMessage() {}
 
 func (x *GetLVRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[11]
+	mi := &file_lvmd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +881,7 @@ func (x *GetLVRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLVRequest.ProtoReflect.Descriptor instead.
 func (*GetLVRequest) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{11}
+	return file_lvmd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetLVRequest) GetName() string {
@@ -791,7 +907,7 @@ type GetLVResponse struct {
 
 func (x *GetLVResponse) Reset() {
 	*x = GetLVResponse{}
-	mi := &file_lvmd_proto_msgTypes[12]
+	mi := &file_lvmd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +919,7 @@ func (x *GetLVResponse) String() string {
 func (*GetLVResponse) ProtoMessage() {}
 
 func (x *GetLVResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[12]
+	mi := &file_lvmd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +932,7 @@ func (x *GetLVResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLVResponse.ProtoReflect.Descriptor instead.
 func (*GetLVResponse) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{12}
+	return file_lvmd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetLVResponse) GetVolume() *LogicalVolume {
@@ -836,7 +952,7 @@ type GetFreeBytesRequest struct {
 
 func (x *GetFreeBytesRequest) Reset() {
 	*x = GetFreeBytesRequest{}
-	mi := &file_lvmd_proto_msgTypes[13]
+	mi := &file_lvmd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +964,7 @@ func (x *GetFreeBytesRequest) String() string {
 func (*GetFreeBytesRequest) ProtoMessage() {}
 
 func (x *GetFreeBytesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[13]
+	mi := &file_lvmd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +977,7 @@ func (x *GetFreeBytesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFreeBytesRequest.ProtoReflect.Descriptor instead.
 func (*GetFreeBytesRequest) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{13}
+	return file_lvmd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetFreeBytesRequest) GetDeviceClass() string {
@@ -880,7 +996,7 @@ type GetFreeBytesResponse struct {
 
 func (x *GetFreeBytesResponse) Reset() {
 	*x = GetFreeBytesResponse{}
-	mi := &file_lvmd_proto_msgTypes[14]
+	mi := &file_lvmd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1008,7 @@ func (x *GetFreeBytesResponse) String() string {
 func (*GetFreeBytesResponse) ProtoMessage() {}
 
 func (x *GetFreeBytesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[14]
+	mi := &file_lvmd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +1021,7 @@ func (x *GetFreeBytesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFreeBytesResponse.ProtoReflect.Descriptor instead.
 func (*GetFreeBytesResponse) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{14}
+	return file_lvmd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetFreeBytesResponse) GetFreeBytes() uint64 {
@@ -923,7 +1039,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_lvmd_proto_msgTypes[15]
+	mi := &file_lvmd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1051,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[15]
+	mi := &file_lvmd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1064,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{15}
+	return file_lvmd_proto_rawDescGZIP(), []int{17}
 }
 
 type WatchResponse struct {
@@ -960,7 +1076,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_lvmd_proto_msgTypes[16]
+	mi := &file_lvmd_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1088,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[16]
+	mi := &file_lvmd_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1101,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{16}
+	return file_lvmd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WatchResponse) GetItems() []*DeviceClassCapacity {
@@ -1019,7 +1135,7 @@ type DeviceClassCapacity struct {
 
 func (x *DeviceClassCapacity) Reset() {
 	*x = DeviceClassCapacity{}
-	mi := &file_lvmd_proto_msgTypes[17]
+	mi := &file_lvmd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1031,7 +1147,7 @@ func (x *DeviceClassCapacity) String() string {
 func (*DeviceClassCapacity) ProtoMessage() {}
 
 func (x *DeviceClassCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[17]
+	mi := &file_lvmd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1044,7 +1160,7 @@ func (x *DeviceClassCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceClassCapacity.ProtoReflect.Descriptor instead.
 func (*DeviceClassCapacity) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{17}
+	return file_lvmd_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeviceClassCapacity) GetDeviceClass() string {
@@ -1125,7 +1241,7 @@ type ThinPoolCapacity struct {
 
 func (x *ThinPoolCapacity) Reset() {
 	*x = ThinPoolCapacity{}
-	mi := &file_lvmd_proto_msgTypes[18]
+	mi := &file_lvmd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1253,7 @@ func (x *ThinPoolCapacity) String() string {
 func (*ThinPoolCapacity) ProtoMessage() {}
 
 func (x *ThinPoolCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_lvmd_proto_msgTypes[18]
+	mi := &file_lvmd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1266,7 @@ func (x *ThinPoolCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThinPoolCapacity.ProtoReflect.Descriptor instead.
 func (*ThinPoolCapacity) Descriptor() ([]byte, []int) {
-	return file_lvmd_proto_rawDescGZIP(), []int{18}
+	return file_lvmd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ThinPoolCapacity) GetName() string {
@@ -1200,7 +1316,7 @@ var File_lvmd_proto protoreflect.FileDescriptor
 const file_lvmd_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"lvmd.proto\x12\flvms.lvmd.v1\"\x96\x02\n" +
+	"lvmd.proto\x12\flvms.lvmd.v1\"\xb5\x02\n" +
 	"\rLogicalVolume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fdevice_class\x18\x02 \x01(\tR\vdeviceClass\x12!\n" +
@@ -1213,7 +1329,9 @@ const file_lvmd_proto_rawDesc = "" +
 	"\tthin_pool\x18\b \x01(\tR\bthinPool\x12\x1b\n" +
 	"\tread_only\x18\t \x01(\bR\breadOnly\x12\x12\n" +
 	"\x04uuid\x18\n" +
-	" \x01(\tR\x04uuid\"\xaf\x01\n" +
+	" \x01(\tR\x04uuid\x12\x1d\n" +
+	"\n" +
+	"read_ahead\x18\v \x01(\tR\treadAhead\"\xaf\x01\n" +
 	"\x0fCreateLVRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fdevice_class\x18\x02 \x01(\tR\vdeviceClass\x12\x1d\n" +
@@ -1233,6 +1351,13 @@ const file_lvmd_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x03 \x01(\x04R\tsizeBytes\"G\n" +
 	"\x10ResizeLVResponse\x123\n" +
+	"\x06volume\x18\x01 \x01(\v2\x1b.lvms.lvmd.v1.LogicalVolumeR\x06volume\"g\n" +
+	"\x0fChangeLVRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fdevice_class\x18\x02 \x01(\tR\vdeviceClass\x12\x1d\n" +
+	"\n" +
+	"read_ahead\x18\x03 \x01(\tR\treadAhead\"G\n" +
+	"\x10ChangeLVResponse\x123\n" +
 	"\x06volume\x18\x01 \x01(\v2\x1b.lvms.lvmd.v1.LogicalVolumeR\x06volume\"\xde\x01\n" +
 	"\x17CreateLVSnapshotRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
@@ -1284,12 +1409,13 @@ const file_lvmd_proto_rawDesc = "" +
 	"\x0eSnapshotAccess\x12\x1f\n" +
 	"\x1bSNAPSHOT_ACCESS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19SNAPSHOT_ACCESS_READ_ONLY\x10\x01\x12\x1e\n" +
-	"\x1aSNAPSHOT_ACCESS_READ_WRITE\x10\x022\xcf\x02\n" +
+	"\x1aSNAPSHOT_ACCESS_READ_WRITE\x10\x022\x9a\x03\n" +
 	"\tLVService\x12I\n" +
 	"\bCreateLV\x12\x1d.lvms.lvmd.v1.CreateLVRequest\x1a\x1e.lvms.lvmd.v1.CreateLVResponse\x12I\n" +
 	"\bRemoveLV\x12\x1d.lvms.lvmd.v1.RemoveLVRequest\x1a\x1e.lvms.lvmd.v1.RemoveLVResponse\x12I\n" +
 	"\bResizeLV\x12\x1d.lvms.lvmd.v1.ResizeLVRequest\x1a\x1e.lvms.lvmd.v1.ResizeLVResponse\x12a\n" +
-	"\x10CreateLVSnapshot\x12%.lvms.lvmd.v1.CreateLVSnapshotRequest\x1a&.lvms.lvmd.v1.CreateLVSnapshotResponse2\xb6\x02\n" +
+	"\x10CreateLVSnapshot\x12%.lvms.lvmd.v1.CreateLVSnapshotRequest\x1a&.lvms.lvmd.v1.CreateLVSnapshotResponse\x12I\n" +
+	"\bChangeLV\x12\x1d.lvms.lvmd.v1.ChangeLVRequest\x1a\x1e.lvms.lvmd.v1.ChangeLVResponse2\xb6\x02\n" +
 	"\tVGService\x12L\n" +
 	"\tGetLVList\x12\x1e.lvms.lvmd.v1.GetLVListRequest\x1a\x1f.lvms.lvmd.v1.GetLVListResponse\x12@\n" +
 	"\x05GetLV\x12\x1a.lvms.lvmd.v1.GetLVRequest\x1a\x1b.lvms.lvmd.v1.GetLVResponse\x12U\n" +
@@ -1309,7 +1435,7 @@ func file_lvmd_proto_rawDescGZIP() []byte {
 }
 
 var file_lvmd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_lvmd_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_lvmd_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_lvmd_proto_goTypes = []any{
 	(SnapshotAccess)(0),              // 0: lvms.lvmd.v1.SnapshotAccess
 	(*LogicalVolume)(nil),            // 1: lvms.lvmd.v1.LogicalVolume
@@ -1319,49 +1445,54 @@ var file_lvmd_proto_goTypes = []any{
 	(*RemoveLVResponse)(nil),         // 5: lvms.lvmd.v1.RemoveLVResponse
 	(*ResizeLVRequest)(nil),          // 6: lvms.lvmd.v1.ResizeLVRequest
 	(*ResizeLVResponse)(nil),         // 7: lvms.lvmd.v1.ResizeLVResponse
-	(*CreateLVSnapshotRequest)(nil),  // 8: lvms.lvmd.v1.CreateLVSnapshotRequest
-	(*CreateLVSnapshotResponse)(nil), // 9: lvms.lvmd.v1.CreateLVSnapshotResponse
-	(*GetLVListRequest)(nil),         // 10: lvms.lvmd.v1.GetLVListRequest
-	(*GetLVListResponse)(nil),        // 11: lvms.lvmd.v1.GetLVListResponse
-	(*GetLVRequest)(nil),             // 12: lvms.lvmd.v1.GetLVRequest
-	(*GetLVResponse)(nil),            // 13: lvms.lvmd.v1.GetLVResponse
-	(*GetFreeBytesRequest)(nil),      // 14: lvms.lvmd.v1.GetFreeBytesRequest
-	(*GetFreeBytesResponse)(nil),     // 15: lvms.lvmd.v1.GetFreeBytesResponse
-	(*WatchRequest)(nil),             // 16: lvms.lvmd.v1.WatchRequest
-	(*WatchResponse)(nil),            // 17: lvms.lvmd.v1.WatchResponse
-	(*DeviceClassCapacity)(nil),      // 18: lvms.lvmd.v1.DeviceClassCapacity
-	(*ThinPoolCapacity)(nil),         // 19: lvms.lvmd.v1.ThinPoolCapacity
+	(*ChangeLVRequest)(nil),          // 8: lvms.lvmd.v1.ChangeLVRequest
+	(*ChangeLVResponse)(nil),         // 9: lvms.lvmd.v1.ChangeLVResponse
+	(*CreateLVSnapshotRequest)(nil),  // 10: lvms.lvmd.v1.CreateLVSnapshotRequest
+	(*CreateLVSnapshotResponse)(nil), // 11: lvms.lvmd.v1.CreateLVSnapshotResponse
+	(*GetLVListRequest)(nil),         // 12: lvms.lvmd.v1.GetLVListRequest
+	(*GetLVListResponse)(nil),        // 13: lvms.lvmd.v1.GetLVListResponse
+	(*GetLVRequest)(nil),             // 14: lvms.lvmd.v1.GetLVRequest
+	(*GetLVResponse)(nil),            // 15: lvms.lvmd.v1.GetLVResponse
+	(*GetFreeBytesRequest)(nil),      // 16: lvms.lvmd.v1.GetFreeBytesRequest
+	(*GetFreeBytesResponse)(nil),     // 17: lvms.lvmd.v1.GetFreeBytesResponse
+	(*WatchRequest)(nil),             // 18: lvms.lvmd.v1.WatchRequest
+	(*WatchResponse)(nil),            // 19: lvms.lvmd.v1.WatchResponse
+	(*DeviceClassCapacity)(nil),      // 20: lvms.lvmd.v1.DeviceClassCapacity
+	(*ThinPoolCapacity)(nil),         // 21: lvms.lvmd.v1.ThinPoolCapacity
 }
 var file_lvmd_proto_depIdxs = []int32{
 	1,  // 0: lvms.lvmd.v1.CreateLVResponse.volume:type_name -> lvms.lvmd.v1.LogicalVolume
 	1,  // 1: lvms.lvmd.v1.ResizeLVResponse.volume:type_name -> lvms.lvmd.v1.LogicalVolume
-	0,  // 2: lvms.lvmd.v1.CreateLVSnapshotRequest.access:type_name -> lvms.lvmd.v1.SnapshotAccess
-	1,  // 3: lvms.lvmd.v1.CreateLVSnapshotResponse.snapshot:type_name -> lvms.lvmd.v1.LogicalVolume
-	1,  // 4: lvms.lvmd.v1.GetLVListResponse.volumes:type_name -> lvms.lvmd.v1.LogicalVolume
-	1,  // 5: lvms.lvmd.v1.GetLVResponse.volume:type_name -> lvms.lvmd.v1.LogicalVolume
-	18, // 6: lvms.lvmd.v1.WatchResponse.items:type_name -> lvms.lvmd.v1.DeviceClassCapacity
-	19, // 7: lvms.lvmd.v1.DeviceClassCapacity.thin_pool:type_name -> lvms.lvmd.v1.ThinPoolCapacity
-	2,  // 8: lvms.lvmd.v1.LVService.CreateLV:input_type -> lvms.lvmd.v1.CreateLVRequest
-	4,  // 9: lvms.lvmd.v1.LVService.RemoveLV:input_type -> lvms.lvmd.v1.RemoveLVRequest
-	6,  // 10: lvms.lvmd.v1.LVService.ResizeLV:input_type -> lvms.lvmd.v1.ResizeLVRequest
-	8,  // 11: lvms.lvmd.v1.LVService.CreateLVSnapshot:input_type -> lvms.lvmd.v1.CreateLVSnapshotRequest
-	10, // 12: lvms.lvmd.v1.VGService.GetLVList:input_type -> lvms.lvmd.v1.GetLVListRequest
-	12, // 13: lvms.lvmd.v1.VGService.GetLV:input_type -> lvms.lvmd.v1.GetLVRequest
-	14, // 14: lvms.lvmd.v1.VGService.GetFreeBytes:input_type -> lvms.lvmd.v1.GetFreeBytesRequest
-	16, // 15: lvms.lvmd.v1.VGService.Watch:input_type -> lvms.lvmd.v1.WatchRequest
-	3,  // 16: lvms.lvmd.v1.LVService.CreateLV:output_type -> lvms.lvmd.v1.CreateLVResponse
-	5,  // 17: lvms.lvmd.v1.LVService.RemoveLV:output_type -> lvms.lvmd.v1.RemoveLVResponse
-	7,  // 18: lvms.lvmd.v1.LVService.ResizeLV:output_type -> lvms.lvmd.v1.ResizeLVResponse
-	9,  // 19: lvms.lvmd.v1.LVService.CreateLVSnapshot:output_type -> lvms.lvmd.v1.CreateLVSnapshotResponse
-	11, // 20: lvms.lvmd.v1.VGService.GetLVList:output_type -> lvms.lvmd.v1.GetLVListResponse
-	13, // 21: lvms.lvmd.v1.VGService.GetLV:output_type -> lvms.lvmd.v1.GetLVResponse
-	15, // 22: lvms.lvmd.v1.VGService.GetFreeBytes:output_type -> lvms.lvmd.v1.GetFreeBytesResponse
-	17, // 23: lvms.lvmd.v1.VGService.Watch:output_type -> lvms.lvmd.v1.WatchResponse
-	16, // [16:24] is the sub-list for method output_type
-	8,  // [8:16] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	1,  // 2: lvms.lvmd.v1.ChangeLVResponse.volume:type_name -> lvms.lvmd.v1.LogicalVolume
+	0,  // 3: lvms.lvmd.v1.CreateLVSnapshotRequest.access:type_name -> lvms.lvmd.v1.SnapshotAccess
+	1,  // 4: lvms.lvmd.v1.CreateLVSnapshotResponse.snapshot:type_name -> lvms.lvmd.v1.LogicalVolume
+	1,  // 5: lvms.lvmd.v1.GetLVListResponse.volumes:type_name -> lvms.lvmd.v1.LogicalVolume
+	1,  // 6: lvms.lvmd.v1.GetLVResponse.volume:type_name -> lvms.lvmd.v1.LogicalVolume
+	20, // 7: lvms.lvmd.v1.WatchResponse.items:type_name -> lvms.lvmd.v1.DeviceClassCapacity
+	21, // 8: lvms.lvmd.v1.DeviceClassCapacity.thin_pool:type_name -> lvms.lvmd.v1.ThinPoolCapacity
+	2,  // 9: lvms.lvmd.v1.LVService.CreateLV:input_type -> lvms.lvmd.v1.CreateLVRequest
+	4,  // 10: lvms.lvmd.v1.LVService.RemoveLV:input_type -> lvms.lvmd.v1.RemoveLVRequest
+	6,  // 11: lvms.lvmd.v1.LVService.ResizeLV:input_type -> lvms.lvmd.v1.ResizeLVRequest
+	10, // 12: lvms.lvmd.v1.LVService.CreateLVSnapshot:input_type -> lvms.lvmd.v1.CreateLVSnapshotRequest
+	8,  // 13: lvms.lvmd.v1.LVService.ChangeLV:input_type -> lvms.lvmd.v1.ChangeLVRequest
+	12, // 14: lvms.lvmd.v1.VGService.GetLVList:input_type -> lvms.lvmd.v1.GetLVListRequest
+	14, // 15: lvms.lvmd.v1.VGService.GetLV:input_type -> lvms.lvmd.v1.GetLVRequest
+	16, // 16: lvms.lvmd.v1.VGService.GetFreeBytes:input_type -> lvms.lvmd.v1.GetFreeBytesRequest
+	18, // 17: lvms.lvmd.v1.VGService.Watch:input_type -> lvms.lvmd.v1.WatchRequest
+	3,  // 18: lvms.lvmd.v1.LVService.CreateLV:output_type -> lvms.lvmd.v1.CreateLVResponse
+	5,  // 19: lvms.lvmd.v1.LVService.RemoveLV:output_type -> lvms.lvmd.v1.RemoveLVResponse
+	7,  // 20: lvms.lvmd.v1.LVService.ResizeLV:output_type -> lvms.lvmd.v1.ResizeLVResponse
+	11, // 21: lvms.lvmd.v1.LVService.CreateLVSnapshot:output_type -> lvms.lvmd.v1.CreateLVSnapshotResponse
+	9,  // 22: lvms.lvmd.v1.LVService.ChangeLV:output_type -> lvms.lvmd.v1.ChangeLVResponse
+	13, // 23: lvms.lvmd.v1.VGService.GetLVList:output_type -> lvms.lvmd.v1.GetLVListResponse
+	15, // 24: lvms.lvmd.v1.VGService.GetLV:output_type -> lvms.lvmd.v1.GetLVResponse
+	17, // 25: lvms.lvmd.v1.VGService.GetFreeBytes:output_type -> lvms.lvmd.v1.GetFreeBytesResponse
+	19, // 26: lvms.lvmd.v1.VGService.Watch:output_type -> lvms.lvmd.v1.WatchResponse
+	18, // [18:27] is the sub-list for method output_type
+	9,  // [9:18] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_lvmd_proto_init() }
@@ -1375,7 +1506,7 @@ func file_lvmd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lvmd_proto_rawDesc), len(file_lvmd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -23,6 +23,7 @@ const (
 	LVService_RemoveLV_FullMethodName         = "/lvms.lvmd.v1.LVService/RemoveLV"
 	LVService_ResizeLV_FullMethodName         = "/lvms.lvmd.v1.LVService/ResizeLV"
 	LVService_CreateLVSnapshot_FullMethodName = "/lvms.lvmd.v1.LVService/CreateLVSnapshot"
+	LVService_ChangeLV_FullMethodName         = "/lvms.lvmd.v1.LVService/ChangeLV"
 )
 
 // LVServiceClient is the client API for LVService service.
@@ -43,6 +44,9 @@ type LVServiceClient interface {
 	// a thin snapshot (read-only or writable, for clones and restores) in a
 	// thin class, a copy-on-write snapshot of size_bytes in a thick class.
 	CreateLVSnapshot(ctx context.Context, in *CreateLVSnapshotRequest, opts ...grpc.CallOption) (*CreateLVSnapshotResponse, error)
+	// ChangeLV changes what lvm2 changes on an LV while it is in use (its
+	// read-ahead). Asking for what the LV has succeeds without change.
+	ChangeLV(ctx context.Context, in *ChangeLVRequest, opts ...grpc.CallOption) (*ChangeLVResponse, error)
 }
 
 type lVServiceClient struct {
@@ -93,6 +97,16 @@ func (c *lVServiceClient) CreateLVSnapshot(ctx context.Context, in *CreateLVSnap
 	return out, nil
 }
 
+func (c *lVServiceClient) ChangeLV(ctx context.Context, in *ChangeLVRequest, opts ...grpc.CallOption) (*ChangeLVResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ChangeLVResponse)
+	err := c.cc.Invoke(ctx, LVService_ChangeLV_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LVServiceServer is the server API for LVService service.
 // All implementations must embed UnimplementedLVServiceServer
 // for forward compatibility.
@@ -111,6 +125,9 @@ type LVServiceServer interface {
 	// a thin snapshot (read-only or writable, for clones and restores) in a
 	// thin class, a copy-on-write snapshot of size_bytes in a thick class.
 	CreateLVSnapshot(context.Context, *CreateLVSnapshotRequest) (*CreateLVSnapshotResponse, error)
+	// ChangeLV changes what lvm2 changes on an LV while it is in use (its
+	// read-ahead). Asking for what the LV has succeeds without change.
+	ChangeLV(context.Context, *ChangeLVRequest) (*ChangeLVResponse, error)
 	mustEmbedUnimplementedLVServiceServer()
 }
 
@@ -132,6 +149,9 @@ func (UnimplementedLVServiceServer) ResizeLV(context.Context, *ResizeLVRequest) 
 }
 func (UnimplementedLVServiceServer) CreateLVSnapshot(context.Context, *CreateLVSnapshotRequest) (*CreateLVSnapshotResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateLVSnapshot not implemented")
+}
+func (UnimplementedLVServiceServer) ChangeLV(context.Context, *ChangeLVRequest) (*ChangeLVResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ChangeLV not implemented")
 }
 func (UnimplementedLVServiceServer) mustEmbedUnimplementedLVServiceServer() {}
 func (UnimplementedLVServiceServer) testEmbeddedByValue()                   {}
@@ -226,6 +246,24 @@ func _LVService_CreateLVSnapshot_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LVService_ChangeLV_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ChangeLVRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LVServiceServer).ChangeLV(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LVService_ChangeLV_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LVServiceServer).ChangeLV(ctx, req.(*ChangeLVRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LVService_ServiceDesc is the grpc.ServiceDesc for LVService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -248,6 +286,10 @@ var LVService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateLVSnapshot",
 			Handler:    _LVService_CreateLVSnapshot_Handler,
+		},
+		{
+			MethodName: "ChangeLV",
+			Handler:    _LVService_ChangeLV_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -95,6 +95,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: nodeName
       type:
         scalar: string
+    - name: readAhead
+      type:
+        scalar: string
     - name: size
       type:
         namedType: io.k8s.apimachinery.pkg.api.resource.Quantity

@@ -52,6 +52,12 @@ type LogicalVolumeSpecApplyConfiguration struct {
 	// pod's cgroup for the volume's device), set from the mutable parameters of a
 	// VolumeAttributesClass (an lvms extension; docs/csi.md#volumeattributesclass). Absent: no cap.
 	IOLimits *IOLimitsApplyConfiguration `json:"ioLimits,omitempty"`
+	// ReadAhead is the LV's read-ahead, set by lvm2 on the volume's device while it is in use:
+	// "auto" (lvm2's default: the kernel chooses), "none", or a number of 512-byte sectors (lvm2
+	// rounds it to the node's page size). Set from the mutable parameters of a
+	// VolumeAttributesClass (an lvms extension; docs/csi.md#volumeattributesclass). Absent: the
+	// LV keeps the read-ahead it has.
+	ReadAhead *string `json:"readAhead,omitempty"`
 }
 
 // LogicalVolumeSpecApplyConfiguration constructs a declarative configuration of the LogicalVolumeSpec type for use with
@@ -129,5 +135,13 @@ func (b *LogicalVolumeSpecApplyConfiguration) WithSourceNode(value string) *Logi
 // If called multiple times, the IOLimits field is set to the value of the last call.
 func (b *LogicalVolumeSpecApplyConfiguration) WithIOLimits(value *IOLimitsApplyConfiguration) *LogicalVolumeSpecApplyConfiguration {
 	b.IOLimits = value
+	return b
+}
+
+// WithReadAhead sets the ReadAhead field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReadAhead field is set to the value of the last call.
+func (b *LogicalVolumeSpecApplyConfiguration) WithReadAhead(value string) *LogicalVolumeSpecApplyConfiguration {
+	b.ReadAhead = &value
 	return b
 }
