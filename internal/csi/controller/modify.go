@@ -226,6 +226,9 @@ func (m modification) applied(cur *topolvmv1.LogicalVolume, id string, gen int64
 	case c != nil && c.ObservedGeneration >= gen && c.Status == "True":
 		return true, nil
 	case c != nil && c.ObservedGeneration >= gen:
+		if err := nodeFailure(cur); err != nil {
+			return true, err // the failure's code (FailedPrecondition for an LV lvm2 cannot change now)
+		}
 		return true, &nodeError{code: codes.Internal, message: c.Message}
 	case cur.Status.ObservedGeneration >= gen:
 		return true, &nodeError{code: codes.FailedPrecondition, message: fmt.Sprintf(

@@ -280,21 +280,25 @@ func TestControllerModifyVolumeReadAhead(t *testing.T) {
 		t.Fatalf("ControllerModifyVolume: %v", err)
 	}
 
-	// Only the read-ahead: the caps are kept, and an lvchange failure is the call's.
+	// Only the read-ahead: the caps are kept, and an lvchange failure is the call's, with the code the
+	// node classified it with (a thick origin of VolumeSnapshots: FailedPrecondition).
 	done, lv = startModify(ctx, t, id, name, map[string]string{driver.ParamReadAhead: "auto"},
 		func(lv *topolvmv1.LogicalVolume) bool { return lv.Spec.ReadAhead == "auto" })
 	if lv.Spec.IOLimits == nil || lv.Spec.IOLimits.WriteIOPS != 300 {
 		t.Fatalf("spec.ioLimits %+v after a class with the read-ahead only; want the caps kept", lv.Spec.IOLimits)
 	}
-	report(
-		t,
-		lv,
-		metav1.Condition{Type: topolvmv1.ConditionIOLimited, Status: metav1.ConditionTrue, Message: "1 pod"},
-		metav1.Condition{
-			Type:    topolvmv1.ConditionReadAheadSet,
-			Status:  metav1.ConditionFalse,
-			Message: "lvchange failed",
-		},
-	)
-	wantCode(t, waitDone(ctx, t, done), codes.Internal)
+	orig := lv.DeepCopy()
+	lv.Status.ObservedGeneration = lv.Generation
+	lv.Status.Code, lv.Status.Message = uint32(codes.FailedPrecondition), "in use: LV has copy-on-write snapshot s"
+	for _, c := range []metav1.Condition{
+		{Type: topolvmv1.ConditionIOLimited, Status: metav1.ConditionTrue, Reason: "Test"},
+		{Type: topolvmv1.ConditionReadAheadSet, Status: metav1.ConditionFalse, Reason: "Test"},
+	} {
+		c.ObservedGeneration = lv.Generation
+		meta.SetStatusCondition(&lv.Status.Conditions, c)
+	}
+	if err := k8s.Status().Patch(t.Context(), lv, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, waitDone(ctx, t, done), codes.FailedPrecondition)
 }
