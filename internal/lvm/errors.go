@@ -33,6 +33,10 @@ var (
 	// ErrUnchanged: an lvchange asked for a setting the LV already has (lvm2 fails such a
 	// command). SetReadAhead treats this as success.
 	ErrUnchanged = errors.New("setting unchanged")
+	// ErrMissingPVs: lvm2 refuses to change the metadata of a VG while one of its PVs is missing
+	// (every lvcreate, lvextend and lvchange that writes it) until the PV comes back or is removed
+	// (RemoveMissingPVs); lvconvert --repair and lvremove still work.
+	ErrMissingPVs = errors.New("physical volumes missing")
 )
 
 // stderrClasses maps lvm2 messages (LC_ALL=C, verified against lvm2
@@ -51,6 +55,8 @@ var stderrClasses = []struct {
 	// Number of stripes (3) must not exceed number of physical volumes (2)
 	{ErrInsufficientSpace, regexp.MustCompile(`(?i)insufficient (free space|suitable|allocatable)|` +
 		`not enough free space|must not exceed number of physical volumes`)},
+	// Cannot change VG vg while PVs are missing.
+	{ErrMissingPVs, regexp.MustCompile(`(?i)while PVs are missing`)},
 	// Logical Volume "lv" already exists in volume group "vg"
 	// A volume group called vg already exists.
 	{ErrAlreadyExists, regexp.MustCompile(`(?i)already exists`)},
@@ -96,6 +102,9 @@ func IsAlreadyExists(err error) bool { return is(err, ErrAlreadyExists) }
 // IsInsufficientSpace reports whether err means lvm2 could not allocate the
 // requested extents.
 func IsInsufficientSpace(err error) bool { return is(err, ErrInsufficientSpace) }
+
+// IsMissingPVs reports whether lvm2 refused a change because a PV of the VG is missing.
+func IsMissingPVs(err error) bool { return is(err, ErrMissingPVs) }
 
 // IsInUse reports whether err means the LV is open.
 func IsInUse(err error) bool { return is(err, ErrInUse) }

@@ -50,6 +50,18 @@ func (c *Client) run(ctx context.Context, args ...string) error {
 // `lvm fullreport`. When vgs are given, only those VGs are reported (and
 // orphan PVs are left out); a missing VG is then ErrNotFound.
 func (c *Client) State(ctx context.Context, vgs ...string) (*State, error) {
+	return c.state(ctx, ReportArgs(vgs...), vgs)
+}
+
+// StateAll reads the state of VG vg with lvm2's internal LVs as well (Hidden: the images and
+// metadata of RAID LVs, a thin pool's data and metadata), which State leaves out: `lvm fullreport
+// --all`.
+func (c *Client) StateAll(ctx context.Context, vg string) (*State, error) {
+	args := ReportArgs()
+	return c.state(ctx, append(append(args[:1:1], "--all"), append(args[1:], vg)...), []string{vg})
+}
+
+func (c *Client) state(ctx context.Context, args, vgs []string) (*State, error) {
 	for _, vg := range vgs {
 		if err := ValidName(vg); err != nil {
 			return nil, fmt.Errorf("read LVM state: %w", err)
@@ -60,7 +72,7 @@ func (c *Client) State(ctx context.Context, vgs ...string) (*State, error) {
 		var err error
 		s, err = DecodeReport(r)
 		return err
-	}, ReportArgs(vgs...)...)
+	}, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read LVM state: %w", err)
 	}

@@ -216,6 +216,13 @@ func TestErrorClassification(t *testing.T) {
 			ErrInsufficientSpace,
 		},
 		{"  Number of stripes (3) must not exceed number of physical volumes (2)", 5, ErrInsufficientSpace},
+		// lvconvert --repair of a raid1 LV without room outside its other image (lvm2 2.03.16, guest).
+		{"  Insufficient free space: 151 extents needed, but only 130 available\n" +
+			"  Failed to replace faulty devices in graid/r2.", 5, ErrInsufficientSpace},
+		// lvcreate, lvextend in a VG with a missing PV (guest).
+		{"  Cannot change VG graid while PVs are missing.\n" +
+			"  See vgreduce --removemissing and vgextend --restoremissing.\n" +
+			"  Cannot process volume group graid", 5, ErrMissingPVs},
 		{`  Logical Volume "lin" already exists in volume group "vgt"`, 5, ErrAlreadyExists},
 		{"  A volume group called vgt already exists.", 5, ErrAlreadyExists},
 		{"  New size (13 extents) matches existing size (13 extents).", 5, ErrSizeUnchanged},

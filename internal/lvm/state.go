@@ -52,6 +52,10 @@ type PV struct {
 // Orphan reports whether the PV belongs to no VG.
 func (pv PV) Orphan() bool { return pv.VGName == "" }
 
+// Missing reports whether lvm2 cannot find the PV's device (pv_attr "a-m"); lvm2 names such a PV
+// "[unknown]", in pvs and in the devices of the LV segments on it.
+func (pv PV) Missing() bool { return len(pv.Attr) > 2 && pv.Attr[2] == 'm' }
+
 // LV is a logical volume. Sizes are bytes.
 type LV struct {
 	Name   string
@@ -120,6 +124,21 @@ func (lv LV) PVNames() []string {
 		}
 	}
 	return out
+}
+
+// OnAnyOf reports whether a segment of the LV lies directly on one of the PVs named.
+func (lv LV) OnAnyOf(pvs []string) bool {
+	for _, s := range lv.Segments {
+		for _, d := range s.Devices {
+			if i := strings.LastIndexByte(d, '('); i >= 0 {
+				d = d[:i]
+			}
+			if slices.Contains(pvs, d) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // FullName returns "vg/lv".

@@ -83,6 +83,7 @@ func classCapacity(dc *DeviceClass, s *lvm.State, p pending, id lvm.Identity) Ca
 		if dc.RAID != nil {
 			c.FreeBytes = raidFreeBytes(layoutOf(dc, false), s, vg, c.FreeBytes)
 		}
+		c.FreeBytes = incomplete(vg, c.FreeBytes)
 		return c
 	}
 	pool, ok := s.LV(vg.Name, dc.ThinPool.Name)
@@ -93,13 +94,23 @@ func classCapacity(dc *DeviceClass, s *lvm.State, p pending, id lvm.Identity) Ca
 	c.Ready = true
 	c.VGSizeBytes, c.VGFreeBytes = vg.Size, vg.Free
 	c.SizeBytes = pool.Size
-	c.FreeBytes = thinFreeBytes(pool, virtual, dc.ThinPool.OverprovisionRatio)
+	c.FreeBytes = incomplete(vg, thinFreeBytes(pool, virtual, dc.ThinPool.OverprovisionRatio))
 	c.ThinPool = &ThinPoolCapacity{
 		Name: pool.Name, SizeBytes: pool.Size, DataPercent: pool.DataPercent,
 		MetadataPercent: pool.MetadataPercent, VirtualBytes: virtual,
 		OverprovisionRatio: dc.ThinPool.OverprovisionRatio,
 	}
 	return c
+}
+
+// incomplete is free, or 0 while a PV of vg is missing: lvm2 then refuses every lvcreate and
+// lvextend in the VG ("Cannot change VG while PVs are missing") until the PV comes back or leaves the
+// VG (the agent's RAID repair, docs/vgmanager.md), so no claim is sent to this node meanwhile.
+func incomplete(vg lvm.VG, free uint64) uint64 {
+	if vg.MissingPVs > 0 {
+		return 0
+	}
+	return free
 }
 
 // thinFreeBytes is the virtual size a new thin LV of pool may have. The overprovision ratio bounds

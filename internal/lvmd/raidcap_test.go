@@ -136,3 +136,23 @@ func TestRAIDCapacityFollowsCreates(t *testing.T) {
 		})
 	}
 }
+
+// TestCapacityWhileAPVIsMissing: lvm2 refuses every lvcreate in a VG with a missing PV ("Cannot change
+// VG while PVs are missing", measured in a guest), so a class offers nothing until the PV is back or
+// removed, whatever free space the other PVs have; the class stays ready (its volumes still work).
+func TestCapacityWhileAPVIsMissing(t *testing.T) {
+	zero := uint64(0)
+	for _, dc := range []*DeviceClass{raidClass(lvm.RAID1, 1, 0, 0), {Name: "t", VolumeGroup: "vg", SpareGB: &zero}} {
+		st := raidState([]uint64{100, 100, 100})
+		if c := classCapacity(dc, st, newPending(), lvm.Identity{}); c.FreeBytes == 0 {
+			t.Fatalf("%s: no capacity with every PV present", dc.Name)
+		}
+		st.VGs[0].MissingPVs = 1
+		st.PVs[1].Name, st.PVs[1].Attr = "[unknown]", "a-m"
+		c := classCapacity(dc, st, newPending(), lvm.Identity{})
+		if !c.Ready || c.FreeBytes != 0 || c.VGFreeBytes == 0 {
+			t.Errorf("%s with a missing PV: ready %t, free %d, VG free %d; want ready, 0, the VG's", dc.Name, c.Ready,
+				c.FreeBytes, c.VGFreeBytes)
+		}
+	}
+}

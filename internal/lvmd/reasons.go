@@ -49,7 +49,9 @@ var reasons = []struct {
 }{
 	{context.Canceled, nil, Reason{"CANCELED", codes.Canceled, ConditionFailed, true}},
 	{context.DeadlineExceeded, nil, Reason{"DEADLINE_EXCEEDED", codes.DeadlineExceeded, ConditionFailed, true}},
-	{ErrInsufficientCapacity, lvm.IsInsufficientSpace,
+	// A VG with a missing PV takes nothing (lvm2 refuses every allocation in it): the class offers 0
+	// (capacity.go), and a create that got there is told so, to be placed elsewhere.
+	{ErrInsufficientCapacity, func(err error) bool { return lvm.IsInsufficientSpace(err) || lvm.IsMissingPVs(err) },
 		Reason{"INSUFFICIENT_CAPACITY", codes.ResourceExhausted, ConditionInsufficientCapacity, true}},
 	{ErrNotFound, lvm.IsNotFound, Reason{"NOT_FOUND", codes.NotFound, ConditionNotFound, true}},
 	{

@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/lvm-operator/lvm-operator/internal/exec"
 )
 
 // TestReasonsRoundTrip sends every failure of the table through the server's status (as its
@@ -53,5 +55,19 @@ func TestStatusWithoutReason(t *testing.T) {
 	}
 	if got := toStatus(errors.New("unexpected")); status.Code(got) != codes.Internal {
 		t.Errorf("an error outside the table: %v", got)
+	}
+}
+
+// TestMissingPVsIsInsufficientCapacity: lvm2's refusal of a create in a VG with a missing PV is
+// reported as the class lacking capacity (the claim goes elsewhere), with lvm2's message kept.
+func TestMissingPVsIsInsufficientCapacity(t *testing.T) {
+	raw := &exec.Error{Cmd: "lvm", ExitCode: 5, Stderr: "  Cannot change VG graid while PVs are missing.\n" +
+		"  See vgreduce --removemissing and vgextend --restoremissing."}
+	err := lvmError(fmt.Errorf("create LV x: %w", raw))
+	if !errors.Is(err, ErrInsufficientCapacity) || Code(err) != codes.ResourceExhausted {
+		t.Fatalf("%v: code %s, want INSUFFICIENT_CAPACITY and ResourceExhausted", err, Code(err))
+	}
+	if !errors.As(err, new(*exec.Error)) {
+		t.Fatalf("%v lost lvm2's error", err)
 	}
 }

@@ -47,6 +47,9 @@ func (m *NodeManager) apply(ctx context.Context, p *plan) error {
 			return err
 		}
 	}
+	if err := m.repairRAID(ctx, p); err != nil {
+		return err
+	}
 	if len(p.remove) > 0 {
 		log.Info("Removing devices from volume group", "devices", p.remove)
 		if err := m.lvm.ReduceVG(ctx, *p.vg, p.remove...); err != nil {

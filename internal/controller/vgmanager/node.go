@@ -22,6 +22,7 @@ type Disks interface {
 // LVM is the subset of *lvm.Client the manager uses. Every modifying call checks the @lvms tag.
 type LVM interface {
 	State(ctx context.Context, vgs ...string) (*lvm.State, error)
+	StateAll(ctx context.Context, vg string) (*lvm.State, error)
 	CreateVG(ctx context.Context, name string, devices []string, tags ...string) error
 	AddVGTags(ctx context.Context, vg lvm.VG, tags ...string) error
 	ExtendVG(ctx context.Context, vg lvm.VG, devices ...string) error
@@ -32,6 +33,8 @@ type LVM interface {
 	ExtendLV(ctx context.Context, vg lvm.VG, name string, o lvm.ExtendOptions) error
 	SetThinPoolZero(ctx context.Context, vg lvm.VG, name string, zero bool) error
 	RemoveThinPool(ctx context.Context, vg lvm.VG, name string) error
+	RepairRAID(ctx context.Context, vg lvm.VG, name string, pvs ...string) error
+	RemoveMissingPVs(ctx context.Context, vg lvm.VG) error
 }
 
 // NodeManager is the disk side of the volume-group manager: it turns one device class spec into an

@@ -41,6 +41,8 @@ type plan struct {
 	pool string
 	// adopt are the identity tags an existing VG lacks (made by LVMS or an older lvms).
 	adopt []string
+	// repair is the RAID repair of a RAID class's VG that lost disks.
+	repair raidRepair
 }
 
 // plan observes the node and computes the changes for in.
@@ -85,6 +87,9 @@ func (m *NodeManager) plan(ctx context.Context, in Input) (*plan, error) {
 	}
 	p.planWipe()
 	p.planDevices(missing)
+	if err := m.planRepair(ctx, p); err != nil {
+		return nil, err
+	}
 	p.planRemovals()
 	p.planPool()
 	return p, nil
@@ -200,7 +205,7 @@ func (p *plan) planDevices(missing []string) {
 					),
 				)
 			}
-		case p.vg != nil && p.static() != "":
+		case p.vg != nil && p.static() != "" && !p.replaces(d):
 			p.notAdded = append(p.notAdded, d.Name)
 		default:
 			p.add = append(p.add, d.Name)
@@ -214,6 +219,31 @@ func (p *plan) planDevices(missing []string) {
 		p.failure = "no usable devices found on node " + p.in.NodeName + " (see excluded for the reasons)"
 		p.wipeStep = false
 	}
+}
+
+// replaces reports whether d, usable and not in the VG, joins a RAID class's VG that lost disks: one
+// that deviceSelector lists (the class keeps its disks otherwise).
+func (p *plan) replaces(d devices.BlockDevice) bool {
+	return p.in.Spec.RAIDConfig != nil && p.vg != nil && p.vg.MissingPVs > 0 && p.selected(d)
+}
+
+// planRepair plans the repair of a RAID class's VG that lost disks (repair.go), from a read of the VG
+// with the RAID LVs' images: only then, as the state leaves them out.
+func (m *NodeManager) planRepair(ctx context.Context, p *plan) error {
+	if p.vg == nil || p.failure != "" || p.in.Spec.RAIDConfig == nil || p.vg.MissingPVs == 0 {
+		return nil
+	}
+	s, err := m.lvm.StateAll(ctx, p.in.Name)
+	if err != nil {
+		return fmt.Errorf("plan VG %s: %w", p.in.Name, err)
+	}
+	vg, ok := s.VG(p.in.Name)
+	if !ok {
+		return fmt.Errorf("plan VG %s: %w", p.in.Name, lvm.ErrNotFound)
+	}
+	p.repair = planRAIDRepair(s, vg, p.in.Spec.RAIDConfig, p.in.NodeName, len(p.add) > 0)
+	p.problems = append(p.problems, p.repair.problems...)
+	return nil
 }
 
 // required reports whether d is one of deviceSelector.paths (not optional).
@@ -230,8 +260,8 @@ func (p *plan) planRemovals() {
 	}
 	pvs := p.state.PVsOf(p.in.Name)
 	for _, pv := range pvs {
-		if slices.Contains(p.selector, pv.Name) || p.resolvedSelected(pv.Name) {
-			continue
+		if pv.Missing() || slices.Contains(p.selector, pv.Name) || p.resolvedSelected(pv.Name) {
+			continue // a missing PV leaves by the RAID repair (repair.go) or by hand, never here
 		}
 		switch {
 		case pv.Size > pv.Free:
@@ -303,6 +333,7 @@ func (p *plan) changes() []string {
 	case len(devs) > 0:
 		out = append(out, fmt.Sprintf("extend volume group %s with %s", p.in.Name, strings.Join(devs, ", ")))
 	}
+	out = append(out, p.repair.changes(p.in.Name)...)
 	if len(p.remove) > 0 {
 		out = append(out, fmt.Sprintf("remove %s from volume group %s", strings.Join(p.remove, ", "), p.in.Name))
 	}

@@ -84,7 +84,7 @@ func (a args) one() (string, string, error) {
 // command runs lvm subcommand sub; f.mu held.
 func (f *LVM) command(sub string, a args) (string, error) {
 	if sub == "fullreport" {
-		return report(f.state, a.pos)
+		return report(f.state, a.pos, a.has("--all"))
 	}
 	ops, err := f.ops(sub, a)
 	if err != nil {

@@ -12,8 +12,9 @@ import (
 
 // report renders `lvm fullreport --reportformat json` of the VGs named (all VGs and the orphan PVs
 // when none is), every value a string as lvm2's "json" format prints it. Like lvm2's report
-// without -a, it lists visible LVs only; a missing VG is lvm2's not-found refusal.
-func report(s *lvm.State, only []string) (string, error) {
+// without --all it lists visible LVs only, with it the internal ones too; a missing VG is lvm2's
+// not-found refusal.
+func report(s *lvm.State, only []string, all bool) (string, error) {
 	for _, name := range only {
 		if _, ok := s.VG(name); !ok {
 			return "", refuse(lvm.ErrNotFound, "Volume group \"%s\" not found", name)
@@ -35,7 +36,7 @@ func report(s *lvm.State, only []string) (string, error) {
 		}
 	}
 	for _, lv := range s.LVs {
-		if lv.Hidden || !in(lv.VGName) {
+		if (lv.Hidden && !all) || !in(lv.VGName) {
 			continue
 		}
 		part["lv"] = append(part["lv"], lvRow(lv))
@@ -72,8 +73,12 @@ func pvRow(pv lvm.PV) map[string]string {
 }
 
 func lvRow(lv lvm.LV) map[string]string {
+	name := lv.Name
+	if lv.Hidden {
+		name = "[" + name + "]" // as lvm2 prints an internal LV
+	}
 	return map[string]string{
-		"lv_name": lv.Name, "vg_name": lv.VGName, "lv_uuid": lv.UUID, "lv_attr": lv.Attr.String(),
+		"lv_name": name, "vg_name": lv.VGName, "lv_uuid": lv.UUID, "lv_attr": lv.Attr.String(),
 		"lv_size": u(lv.Size), "pool_lv": lv.PoolLV, "origin": lv.Origin, "data_percent": percent(lv.DataPercent),
 		"metadata_percent": percent(lv.MetadataPercent), "lv_metadata_size": u(lv.MetadataSize),
 		"lv_tags": strings.Join(lv.Tags, ","), "lv_path": lv.Path, "lv_dm_path": lv.DMPath,
