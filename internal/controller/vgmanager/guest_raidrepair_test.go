@@ -46,8 +46,9 @@ func TestGuestRAIDAutoRepair(t *testing.T) {
 	before := g.sh("lvm", lvm.ReportArgs()...)
 	out := g.reconcile(in)
 	rs := out.Status.RAIDStatus
-	if out.Status.Status != lvmv1alpha1.VGStatusDegraded || !strings.Contains(out.Status.Reason, "no room to repair RAID LV r1") ||
-		rs == nil || rs.Status != lvmv1alpha1.RAIDDegraded || rs.DegradedMemberCount != 1 {
+	noRoom := strings.Contains(out.Status.Reason, "no room to repair RAID LV r1")
+	if out.Status.Status != lvmv1alpha1.VGStatusDegraded || !noRoom || rs == nil ||
+		rs.Status != lvmv1alpha1.RAIDDegraded || rs.DegradedMemberCount != 1 {
 		t.Fatalf("after the failure, without room: %+v", out.Status)
 	}
 	t.Logf("without room: %s; raidStatus %s, %d of %d members missing", out.Status.Reason, rs.Status,
@@ -64,7 +65,12 @@ func TestGuestRAIDAutoRepair(t *testing.T) {
 	g.disks.visible = []string{a, full, spare}
 	start := time.Now()
 	out = g.reconcile(in)
-	t.Logf("with the spare: %s %q in %v", out.Status.Status, out.Status.Reason, time.Since(start).Round(time.Millisecond))
+	t.Logf(
+		"with the spare: %s %q in %v",
+		out.Status.Status,
+		out.Status.Reason,
+		time.Since(start).Round(time.Millisecond),
+	)
 	r1 := g.waitInSync(vg, "r1")
 	s, err := g.lvm.StateAll(t.Context(), vg) // with the images
 	if err != nil {
@@ -73,7 +79,8 @@ func TestGuestRAIDAutoRepair(t *testing.T) {
 	v, _ = s.VG(vg)
 	t.Logf("r1 in sync %v after the repair began: health %q, images on %v", time.Since(start).Round(time.Millisecond),
 		r1.HealthStatus, imagePVs(s, "r1"))
-	if v.MissingPVs != 0 || v.PVCount != 3 || r1.HealthStatus != "" || !sortedEqual(imagePVs(s, "r1"), []string{a, spare}) {
+	if v.MissingPVs != 0 || v.PVCount != 3 || r1.HealthStatus != "" ||
+		!sortedEqual(imagePVs(s, "r1"), []string{a, spare}) {
 		t.Fatalf("after the repair: VG %d missing of %d PVs, r1 health %q on %v; want 0 of 3, healthy on %s and %s",
 			v.MissingPVs, v.PVCount, r1.HealthStatus, imagePVs(s, "r1"), a, spare)
 	}

@@ -39,6 +39,10 @@ func TestStateAllShowsInternalLVs(t *testing.T) {
 	}
 	if len(all.LVs) != 5 || pvs["r_rimage_0"] == "" || pvs["r_rimage_0"] == pvs["r_rimage_1"] ||
 		pvs["r_rmeta_0"] != pvs["r_rimage_0"] {
-		t.Fatalf("StateAll: %d LVs, sub-LVs on %v; want the RAID LV and 4 hidden sub-LVs, one image per PV", len(all.LVs), pvs)
+		t.Fatalf(
+			"StateAll: %d LVs, sub-LVs on %v; want the RAID LV and 4 hidden sub-LVs, one image per PV",
+			len(all.LVs),
+			pvs,
+		)
 	}
 }
