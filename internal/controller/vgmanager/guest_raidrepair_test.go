@@ -14,8 +14,9 @@ import (
 
 // TestGuestRAIDAutoRepair walks a raid1 device class through a disk failure on real lvm2, as the
 // agent sees it on its passes: healthy on three disks; a leg's disk fails (its PV label zeroed,
-// then hidden from the inventory as a disk that is gone) while the third disk is full, so the
-// status says what to do and nothing changes; lvm2 refuses new volumes meanwhile; a blank disk
+// then hidden from the inventory as a disk that is gone): within the repair delay the status says
+// when the repair begins; after it, with the third disk full, the status says what to do; in
+// both cases nothing changes; lvm2 refuses new volumes meanwhile; a blank disk
 // listed in optionalPaths appears: the manager adds it, rebuilds the lost image on it, drops the
 // missing disk, and the class is healthy and takes new volumes again.
 func TestGuestRAIDAutoRepair(t *testing.T) {
@@ -44,7 +45,14 @@ func TestGuestRAIDAutoRepair(t *testing.T) {
 	g.sh("dd", "if=/dev/zero", "of="+b, "bs=1M", "count=1", "oflag=direct")
 	g.disks.visible = []string{a, full}
 	before := g.sh("lvm", lvm.ReportArgs()...)
+	in.RepairDelay = time.Hour // as the agent does (5 minutes there): first the disk may come back
 	out := g.reconcile(in)
+	waits := strings.Contains(out.Status.Reason, "unless it comes back")
+	if out.Status.Status != lvmv1alpha1.VGStatusDegraded || !waits {
+		t.Fatalf("after the failure, within the repair delay: %+v", out.Status)
+	}
+	in.RepairDelay = 0
+	out = g.reconcile(in)
 	rs := out.Status.RAIDStatus
 	noRoom := strings.Contains(out.Status.Reason, "no room to repair RAID LV r1")
 	if out.Status.Status != lvmv1alpha1.VGStatusDegraded || !noRoom || rs == nil ||

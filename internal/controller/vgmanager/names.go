@@ -25,6 +25,10 @@ const FieldOwnerPrefix = "lvms-vgmanager/"
 // event.
 const DefaultDiscoveryInterval = time.Minute
 
+// DefaultRAIDRepairDelay is how long a RAID class's missing disk has to come back (a disk slow to
+// appear after a reboot, a cable) before the agent repairs its RAID LVs elsewhere.
+const DefaultRAIDRepairDelay = 5 * time.Minute
+
 // Event reasons.
 const (
 	EventDevicesWiped    = "DevicesWiped"

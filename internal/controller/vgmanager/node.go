@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/devices"
@@ -68,6 +69,11 @@ type Input struct {
 	AlreadyWiped bool
 	// DryRun plans only: nothing is changed on disk.
 	DryRun bool
+	// MissingSince is when the caller first saw the VG miss a disk (zero: not before this pass), and
+	// RepairDelay how long a missing disk has to come back before the RAID repair begins (0: at
+	// once). A disk slow to appear at boot is thus not replaced.
+	MissingSince time.Time
+	RepairDelay  time.Duration
 }
 
 // Hooks let the caller act between the steps of Reconcile. Nil hooks are skipped; a hook error

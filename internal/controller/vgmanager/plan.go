@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/devices"
@@ -242,6 +243,9 @@ func (m *NodeManager) planRepair(ctx context.Context, p *plan) error {
 		return fmt.Errorf("plan VG %s: %w", p.in.Name, lvm.ErrNotFound)
 	}
 	p.repair = planRAIDRepair(s, vg, p.in.Spec.RAIDConfig, p.in.NodeName, len(p.add) > 0)
+	if wait := repairWait(p.in, time.Now()); wait != "" {
+		p.repair = raidRepair{problems: append(p.repair.problems, wait)}
+	}
 	p.problems = append(p.problems, p.repair.problems...)
 	return nil
 }

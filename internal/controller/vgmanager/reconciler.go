@@ -54,6 +54,9 @@ type Options struct {
 	// DiscoveryInterval is how often to look for new disks while a VG can grow; 0 means
 	// DefaultDiscoveryInterval.
 	DiscoveryInterval time.Duration
+	// RAIDRepairDelay is how long a missing disk of a RAID class has to come back before the repair
+	// begins; 0 means DefaultRAIDRepairDelay, negative at once.
+	RAIDRepairDelay time.Duration
 }
 
 // Reconciler reconciles the LVMVolumeGroups that select this node.
@@ -74,6 +77,10 @@ type Reconciler struct {
 	clusterID     string
 	namespace     string
 	interval      time.Duration
+	repairDelay   time.Duration
+	// missingSince is when this agent first saw each volume group miss a disk (repair.go).
+	missingMu    sync.Mutex
+	missingSince map[string]time.Time
 }
 
 // New returns the volume-group manager of node o.NodeName.
@@ -99,6 +106,8 @@ func New(o Options) *Reconciler {
 		clusterID:     o.ClusterID,
 		namespace:     o.Namespace,
 		interval:      interval,
+		repairDelay:   repairDelay(o.RAIDRepairDelay),
+		missingSince:  map[string]time.Time{},
 	}
 }
 
@@ -253,7 +262,9 @@ func (r *Reconciler) reconcileVG(ctx context.Context, s *scope) (ctrl.Result, er
 		Name: s.vg.Name, Spec: s.vg.Spec, NodeName: r.nodeName, DryRun: s.dryRun,
 		Identity:     lvm.Identity{Node: r.nodeName, Cluster: r.clusterID},
 		AlreadyWiped: s.vg.Annotations[WipedAnnotation(r.nodeName)] != "",
+		MissingSince: r.missingFrom(s.vg.Name), RepairDelay: r.repairDelay,
 	}
+	start := time.Now()
 	changing := false
 	hooks := Hooks{
 		BeforeChange: func(ctx context.Context, st lvmv1alpha1.VGStatus) error {
@@ -274,6 +285,7 @@ func (r *Reconciler) reconcileVG(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	out, err := r.nodes.Reconcile(ctx, in, hooks)
 	s.status, s.observed = &out.Status, out.Observed
+	r.recordMissing(s.vg.Name, out.Status, start)
 	if changing && r.changed != nil {
 		r.changed() // whether or not every change succeeded: some may have
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -196,6 +197,57 @@ func (m *NodeManager) repairRAID(ctx context.Context, p *plan) error {
 			p.in.Name, err))
 	}
 	return nil
+}
+
+// repairDelay is the RAID repair delay of option d: 0 means DefaultRAIDRepairDelay, negative none.
+func repairDelay(d time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return DefaultRAIDRepairDelay
+	}
+	return d
+}
+
+// missingFrom returns when this agent first saw vg miss a disk (zero: not on an earlier pass).
+func (r *Reconciler) missingFrom(vg string) time.Time {
+	r.missingMu.Lock()
+	defer r.missingMu.Unlock()
+	return r.missingSince[vg]
+}
+
+// recordMissing remembers, from entry st of a pass that began at start, since when vg misses a disk,
+// and forgets it once it misses none. The memory is the agent's: after a restart the delay begins
+// again.
+func (r *Reconciler) recordMissing(vg string, st lvmv1alpha1.VGStatus, start time.Time) {
+	r.missingMu.Lock()
+	defer r.missingMu.Unlock()
+	switch {
+	case st.RAIDStatus == nil: // not known on this pass (it failed, or not a RAID class): as it was
+	case st.RAIDStatus.DegradedMemberCount == 0:
+		delete(r.missingSince, vg)
+	case r.missingSince[vg].IsZero():
+		r.missingSince[vg] = start
+	}
+}
+
+// repairWait says why the repair of in's VG waits at now for its missing disks to come back, "" when
+// it does not.
+func repairWait(in Input, now time.Time) string {
+	if in.RepairDelay <= 0 {
+		return ""
+	}
+	since := in.MissingSince
+	if since.IsZero() {
+		since = now
+	}
+	if due := since.Add(in.RepairDelay); now.Before(due) {
+		return fmt.Sprintf("a disk of volume group %s is missing on node %s since %s: unless it comes back, "+
+			"lvms repairs the RAID volumes from %s", in.Name, in.NodeName, since.UTC().Format(time.RFC3339),
+			due.UTC().Format(time.RFC3339))
+	}
+	return ""
 }
 
 // bytesText prints n bytes as a binary quantity ("604Mi").

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	lvmv1alpha1 "github.com/lvm-operator/lvm-operator/api/v1alpha1"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
@@ -142,5 +143,58 @@ func TestIsImageOf(t *testing.T) {
 		if got := isImageOf(tc.sub, tc.lv); got != tc.want {
 			t.Errorf("isImageOf(%q, %q) = %t", tc.sub, tc.lv, got)
 		}
+	}
+}
+
+func TestRepairWait(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	in := Input{Name: "vg1", NodeName: "n1"}
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+		since time.Time
+		want  string
+	}{
+		{"no delay", 0, time.Time{}, ""},
+		{"first seen now", 5 * time.Minute, time.Time{}, "a disk of volume group vg1 is missing on node n1 since " +
+			"2026-12-01T10:00:00Z: unless it comes back, lvms repairs the RAID volumes from 2026-12-01T10:05:00Z"},
+		{"seen a minute ago", 5 * time.Minute, now.Add(-time.Minute), "since 2026-12-01T09:59:00Z: unless it comes " +
+			"back, lvms repairs the RAID volumes from 2026-12-01T10:04:00Z"},
+		{"due", 5 * time.Minute, now.Add(-5 * time.Minute), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in.RepairDelay, in.MissingSince = tc.delay, tc.since
+			got := repairWait(in, now)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRecordMissing: the delay starts on the first pass that sees a disk missing, holds across
+// passes that could not tell, and ends when none is missing.
+func TestRecordMissing(t *testing.T) {
+	r := &Reconciler{missingSince: map[string]time.Time{}}
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	missing := lvmv1alpha1.VGStatus{RAIDStatus: &lvmv1alpha1.RAIDStatus{DegradedMemberCount: 1}}
+	steps := []struct {
+		st   lvmv1alpha1.VGStatus
+		want time.Time
+	}{
+		{lvmv1alpha1.VGStatus{RAIDStatus: &lvmv1alpha1.RAIDStatus{}}, time.Time{}},
+		{missing, t0.Add(1 * time.Minute)},
+		{missing, t0.Add(1 * time.Minute)},
+		{lvmv1alpha1.VGStatus{Status: lvmv1alpha1.VGStatusFailed}, t0.Add(1 * time.Minute)},
+		{lvmv1alpha1.VGStatus{RAIDStatus: &lvmv1alpha1.RAIDStatus{}}, time.Time{}},
+	}
+	for i, s := range steps {
+		r.recordMissing("vg1", s.st, t0.Add(time.Duration(i)*time.Minute))
+		if got := r.missingFrom("vg1"); !got.Equal(s.want) {
+			t.Errorf("pass %d: missing since %v, want %v", i, got, s.want)
+		}
+	}
+	if repairDelay(0) != DefaultRAIDRepairDelay || repairDelay(-1) != 0 || repairDelay(time.Second) != time.Second {
+		t.Error("repairDelay")
 	}
 }
