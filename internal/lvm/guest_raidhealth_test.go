@@ -3,9 +3,14 @@
 package lvm_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lvm-operator/lvm-operator/internal/exec"
 	"github.com/lvm-operator/lvm-operator/internal/lvm"
 )
 
@@ -113,5 +118,66 @@ func TestGuestRAIDRepair(t *testing.T) {
 	}
 	if v := g.vg("graid"); v.MissingPVs != 0 || v.PVCount != 2 {
 		t.Fatalf("after RemoveMissingPVs: %d missing of %d PVs; want 0 of 2", v.MissingPVs, v.PVCount)
+	}
+}
+
+// TestGuestRAIDRefresh: a raid1 leg whose disk returns errors (its device-mapper table swapped for
+// an error target) makes the PV missing and the LV partial; once the disk works again (the table
+// restored) the LV reads "refresh needed" with nothing missing, and RefreshLV makes it healthy and
+// in sync. The PVs are dm-linear devices over the guest disks, which lvm2 alone sees (a
+// global_filter added to the guest's lvm.conf in the test's own LVM_SYSTEM_DIR).
+func TestGuestRAIDRefresh(t *testing.T) {
+	dir := t.TempDir()
+	base, err := os.ReadFile("/etc/lvm/lvm.conf") // the guest's, for a system without udev
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.Replace(string(base), "devices {",
+		`devices { global_filter = [ "a|^/dev/mapper/lvmsrefresh|", "r|.*|" ]`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "lvm.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := exec.NewHost(exec.WithEnv("LVM_SYSTEM_DIR=" + dir))
+	g := &guest{t: t, host: h, lvm: lvm.New(h)}
+	ctx := t.Context()
+	g.sh("modprobe", "-a", "dm-raid", "raid1")
+	disks := guestDisks(t, 2)
+	var pvs, tables []string
+	for i, d := range disks {
+		name := fmt.Sprintf("lvmsrefresh%d", i)
+		sectors := strings.TrimSpace(g.sh("blockdev", "--getsz", d))
+		tables = append(tables, "0 "+sectors+" linear "+d+" 0")
+		g.sh("dmsetup", "create", name, "--table", tables[i])
+		t.Cleanup(func() { g.try("dmsetup", "remove", "--force", name) })
+		pvs = append(pvs, "/dev/mapper/"+name)
+	}
+	g.sh("dmsetup", "mknodes")
+	vg := g.vgOn("grefresh", pvs...)
+	g.must(g.lvm.CreateLV(ctx, vg, lvm.LVOptions{Name: "r1", Size: 32 * mib, RAID: lvm.RAID1, Mirrors: 1}))
+	g.inSync("grefresh", "r1")
+
+	sectors := strings.Fields(tables[1])[1]
+	swap := func(table string) {
+		g.sh("dmsetup", "suspend", "lvmsrefresh1")
+		g.sh("dmsetup", "load", "lvmsrefresh1", "--table", table)
+		g.sh("dmsetup", "resume", "lvmsrefresh1")
+	}
+	swap("0 " + sectors + " error")
+	g.sh("dd", "if=/dev/zero", "of=/dev/grefresh/r1", "bs=1M", "count=1", "oflag=direct") // md sees the errors
+	if lv, v := g.lv("grefresh", "r1"), g.vg("grefresh"); lv.HealthStatus != "partial" || v.MissingPVs != 1 {
+		t.Fatalf("with the leg's disk failing: health %q, %d missing PVs; want partial, 1", lv.HealthStatus,
+			v.MissingPVs)
+	}
+	swap(tables[1])
+	lv, v := g.lv("grefresh", "r1"), g.vg("grefresh")
+	t.Logf("disk back: health %q, %d missing PVs", lv.HealthStatus, v.MissingPVs)
+	if lv.HealthStatus != "refresh needed" || v.MissingPVs != 0 {
+		t.Fatalf("with the disk back: health %q, %d missing PVs; want refresh needed, 0", lv.HealthStatus, v.MissingPVs)
+	}
+	g.must(g.lvm.RefreshLV(ctx, v, "r1"))
+	lv = g.inSync("grefresh", "r1")
+	t.Logf("after RefreshLV: health %q, sync %v%%", lv.HealthStatus, lv.SyncPercent)
+	if lv.HealthStatus != "" || lv.SyncPercent != 100 {
+		t.Fatalf("after RefreshLV: health %q, sync %v%%; want healthy and in sync", lv.HealthStatus, lv.SyncPercent)
 	}
 }

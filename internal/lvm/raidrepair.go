@@ -41,3 +41,19 @@ func (c *Client) RemoveMissingPVs(ctx context.Context, vg VG) error {
 	}
 	return nil
 }
+
+// RefreshLV reloads the device-mapper tables of an LV of an owned VG (`lvchange --refresh`): a RAID
+// LV whose image's disk failed and came back (health "refresh needed") takes the image back and
+// resynchronizes it.
+func (c *Client) RefreshLV(ctx context.Context, vg VG, name string) error {
+	if err := c.checkOwned(vg); err != nil {
+		return fmt.Errorf("refresh LV %s: %w", name, err)
+	}
+	if err := ValidName(name); err != nil {
+		return fmt.Errorf("refresh LV in VG %s: %w", vg.Name, err)
+	}
+	if err := c.run(ctx, "lvchange", "--refresh", vg.Name+"/"+name); err != nil {
+		return fmt.Errorf("refresh LV %s/%s: %w", vg.Name, name, err)
+	}
+	return nil
+}

@@ -36,6 +36,7 @@ type LVM interface {
 	RemoveThinPool(ctx context.Context, vg lvm.VG, name string) error
 	RepairRAID(ctx context.Context, vg lvm.VG, name string, pvs ...string) error
 	RemoveMissingPVs(ctx context.Context, vg lvm.VG) error
+	RefreshLV(ctx context.Context, vg lvm.VG, name string) error
 }
 
 // NodeManager is the disk side of the volume-group manager: it turns one device class spec into an

@@ -231,7 +231,12 @@ func (p *plan) replaces(d devices.BlockDevice) bool {
 // planRepair plans the repair of a RAID class's VG that lost disks (repair.go), from a read of the VG
 // with the RAID LVs' images: only then, as the state leaves them out.
 func (m *NodeManager) planRepair(ctx context.Context, p *plan) error {
-	if p.vg == nil || p.failure != "" || p.in.Spec.RAIDConfig == nil || p.vg.MissingPVs == 0 {
+	if p.vg == nil || p.failure != "" || p.in.Spec.RAIDConfig == nil {
+		return nil
+	}
+	refresh := refreshable(p.state, p.in.Name)
+	defer func() { p.repair.refresh = refresh }()
+	if p.vg.MissingPVs == 0 {
 		return nil
 	}
 	s, err := m.lvm.StateAll(ctx, p.in.Name)

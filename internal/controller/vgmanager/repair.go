@@ -21,6 +21,8 @@ import (
 // the volume group ("Cannot change VG while PVs are missing"), so the repair also gives the class
 // back to its claims.
 type raidRepair struct {
+	// refresh are the RAID LVs to refresh (`lvchange --refresh`): their disk came back.
+	refresh []string
 	// lvs are the RAID LVs to repair (`lvconvert --repair`), in the state's order.
 	lvs []string
 	// dropMissing: no LV uses a missing disk (any more): remove them from the volume group
@@ -153,9 +155,26 @@ func isRAIDImage(s *lvm.State, vg string, sub lvm.LV) bool {
 	})
 }
 
+// refreshable lists the RAID LVs of vg that lvm2 says need a refresh: an image's disk failed and is
+// back (measured: a leg whose disk returned errors until its table was restored reads "refresh
+// needed", and `lvchange --refresh` makes it healthy). No delay: the disk is there.
+func refreshable(s *lvm.State, vg string) []string {
+	var out []string
+	for _, lv := range s.LVsOf(vg) {
+		if raidLevel(lv) != "" && lv.HealthStatus == "refresh needed" {
+			out = append(out, lv.Name)
+		}
+	}
+	return out
+}
+
 // changes describes the repair's steps for the plan.
 func (r raidRepair) changes(vg string) []string {
 	var out []string
+	if len(r.refresh) > 0 {
+		out = append(out, fmt.Sprintf("refresh RAID LVs %s of volume group %s (a disk of theirs is back)",
+			strings.Join(r.refresh, ", "), vg))
+	}
 	if len(r.lvs) > 0 {
 		out = append(out, fmt.Sprintf("repair RAID LVs %s of volume group %s onto free space of its other disks",
 			strings.Join(r.lvs, ", "), vg))
@@ -169,10 +188,16 @@ func (r raidRepair) changes(vg string) []string {
 // repairRAID runs the planned repairs, then drops the missing disks once no LV uses them. A repair
 // lvm2 refuses becomes a problem of the plan (Degraded), not an error: the others still run.
 func (m *NodeManager) repairRAID(ctx context.Context, p *plan) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("volumeGroup", p.in.Name)
+	for _, name := range p.repair.refresh {
+		log.Info("Refreshing RAID LV: a disk of its images is back", "lv", name)
+		if err := m.lvm.RefreshLV(ctx, *p.vg, name); err != nil {
+			p.problems = append(p.problems, fmt.Sprintf("refresh of RAID LV %s failed: %v", name, err))
+		}
+	}
 	if len(p.repair.lvs) == 0 && !p.repair.dropMissing {
 		return nil
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("volumeGroup", p.in.Name)
 	for _, name := range p.repair.lvs {
 		log.Info("Repairing RAID LV: rebuilding its images of the missing disks", "lv", name)
 		if err := m.lvm.RepairRAID(ctx, *p.vg, name); err != nil {

@@ -223,6 +223,8 @@ func lvchange(a args) ([]lvm.Op, error) {
 		return []lvm.Op{lvm.SetReadAheadOp{VG: vg, Name: name, ReadAhead: lvm.ReadAhead(a.get("--readahead"))}}, nil
 	case a.has("--zero"):
 		return []lvm.Op{lvm.SetThinPoolZeroOp{VG: vg, Name: name, Zero: a.get("--zero") == "y"}}, nil
+	case a.has("--refresh"):
+		return nil, nil // reloads the tables: nothing the report shows changes here
 	case a.has("-ay"), a.has("-an"):
 		return []lvm.Op{lvm.ActivateLVOp{VG: vg, Name: name, Active: a.has("-ay")}}, nil
 	}

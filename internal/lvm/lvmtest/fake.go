@@ -102,6 +102,11 @@ func (f *LVM) SetUsage(vg, name string, data, metadata float64) {
 	f.update(vg, name, func(lv *lvm.LV) { lv.DataPercent, lv.MetadataPercent = data, metadata })
 }
 
+// SetHealth sets the lv_health_status lvm2 reports for LV vg/name ("partial", "refresh needed", ...).
+func (f *LVM) SetHealth(vg, name, health string) {
+	f.update(vg, name, func(lv *lvm.LV) { lv.HealthStatus = health })
+}
+
 func (f *LVM) update(vg, name string, change func(*lvm.LV)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

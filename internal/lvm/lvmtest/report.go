@@ -82,7 +82,7 @@ func lvRow(lv lvm.LV) map[string]string {
 		"lv_size": u(lv.Size), "pool_lv": lv.PoolLV, "origin": lv.Origin, "data_percent": percent(lv.DataPercent),
 		"metadata_percent": percent(lv.MetadataPercent), "lv_metadata_size": u(lv.MetadataSize),
 		"lv_tags": strings.Join(lv.Tags, ","), "lv_path": lv.Path, "lv_dm_path": lv.DMPath,
-		"lv_read_ahead": readAhead(lv.ReadAhead),
+		"lv_read_ahead": readAhead(lv.ReadAhead), "lv_health_status": lv.HealthStatus,
 	}
 }
 
