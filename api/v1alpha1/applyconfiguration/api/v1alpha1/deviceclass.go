@@ -59,7 +59,8 @@ type DeviceClassApplyConfiguration struct {
 	// to it (Dynamic) or not (Static). Unset means Dynamic, as for device classes made before the field
 	// existed; the admission webhook sets Static on a new LVMCluster's device classes that list no disks
 	// and leave it unset, as upstream LVMS does. With deviceSelector paths the listed disks decide and
-	// the policy has no effect; RAID device classes never add disks later.
+	// the policy has no effect; RAID device classes never add disks later, but for a listed one while
+	// their volume group misses a disk (the agent repairs the RAID LVs onto it).
 	DeviceDiscoveryPolicy *apiv1alpha1.DeviceDiscoveryPolicy `json:"deviceDiscoveryPolicy,omitempty"`
 	// StorageClassOptions customise the StorageClass lvms-<name>.
 	StorageClassOptions *StorageClassOptionsApplyConfiguration `json:"storageClassOptions,omitempty"`
