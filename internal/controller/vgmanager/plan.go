@@ -239,13 +239,9 @@ func (m *NodeManager) planRepair(ctx context.Context, p *plan) error {
 	if p.vg.MissingPVs == 0 {
 		return nil
 	}
-	s, err := m.lvm.StateAll(ctx, p.in.Name)
+	s, vg, err := m.stateAll(ctx, p.in.Name)
 	if err != nil {
 		return fmt.Errorf("plan VG %s: %w", p.in.Name, err)
-	}
-	vg, ok := s.VG(p.in.Name)
-	if !ok {
-		return fmt.Errorf("plan VG %s: %w", p.in.Name, lvm.ErrNotFound)
 	}
 	p.repair = planRAIDRepair(s, vg, p.in.Spec.RAIDConfig, p.in.NodeName, len(p.add) > 0)
 	if wait := repairWait(p.in, time.Now()); wait != "" {

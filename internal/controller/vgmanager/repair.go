@@ -205,13 +205,9 @@ func (m *NodeManager) repairRAID(ctx context.Context, p *plan) error {
 			p.problems = append(p.problems, fmt.Sprintf("repair of RAID LV %s failed: %v", name, err))
 		}
 	}
-	s, err := m.lvm.StateAll(ctx, p.in.Name)
+	s, vg, err := m.stateAll(ctx, p.in.Name)
 	if err != nil {
 		return fmt.Errorf("RAID repair of VG %s: %w", p.in.Name, err)
-	}
-	vg, ok := s.VG(p.in.Name)
-	if !ok {
-		return fmt.Errorf("RAID repair of VG %s: %w", p.in.Name, lvm.ErrNotFound)
 	}
 	if !planRAIDRepair(s, vg, p.in.Spec.RAIDConfig, p.in.NodeName, false).dropMissing {
 		return nil
@@ -273,6 +269,19 @@ func repairWait(in Input, now time.Time) string {
 			due.UTC().Format(time.RFC3339))
 	}
 	return ""
+}
+
+// stateAll reads VG name with lvm2's internal LVs (StateAll) and returns it with the VG.
+func (m *NodeManager) stateAll(ctx context.Context, name string) (*lvm.State, lvm.VG, error) {
+	s, err := m.lvm.StateAll(ctx, name)
+	if err != nil {
+		return nil, lvm.VG{}, err
+	}
+	vg, ok := s.VG(name)
+	if !ok {
+		return nil, lvm.VG{}, fmt.Errorf("read VG %s: %w", name, lvm.ErrNotFound)
+	}
+	return s, vg, nil
 }
 
 // bytesText prints n bytes as a binary quantity ("604Mi").
