@@ -57,8 +57,8 @@ func (c *Client) State(ctx context.Context, vgs ...string) (*State, error) {
 // metadata of RAID LVs, a thin pool's data and metadata), which State leaves out: `lvm fullreport
 // --all`.
 func (c *Client) StateAll(ctx context.Context, vg string) (*State, error) {
-	args := ReportArgs()
-	return c.state(ctx, append(append(args[:1:1], "--all"), append(args[1:], vg)...), []string{vg})
+	args := append([]string{"fullreport", "--all"}, ReportArgs(vg)[1:]...)
+	return c.state(ctx, args, []string{vg})
 }
 
 func (c *Client) state(ctx context.Context, args, vgs []string) (*State, error) {

@@ -112,33 +112,30 @@ func (lv LV) SegType() string {
 // PVNames returns the PV paths the LV's segments are allocated on directly
 // (without the extent suffix); sub-LVs such as pool data are not included.
 func (lv LV) PVNames() []string {
+	return slices.DeleteFunc(lv.deviceNames(), func(d string) bool { return !strings.HasPrefix(d, "/") })
+}
+
+// OnAnyOf reports whether a segment of the LV lies directly on one of the PVs named (a missing PV
+// is "[unknown]").
+func (lv LV) OnAnyOf(pvs []string) bool {
+	return slices.ContainsFunc(lv.deviceNames(), func(d string) bool { return slices.Contains(pvs, d) })
+}
+
+// deviceNames lists, once each, the devices of the LV's segments without the extent suffix: PV
+// paths, "[unknown]" for a missing PV, or sub-LV names.
+func (lv LV) deviceNames() []string {
 	var out []string
 	for _, s := range lv.Segments {
 		for _, d := range s.Devices {
 			if i := strings.LastIndexByte(d, '('); i >= 0 {
 				d = d[:i]
 			}
-			if strings.HasPrefix(d, "/") && !slices.Contains(out, d) {
+			if !slices.Contains(out, d) {
 				out = append(out, d)
 			}
 		}
 	}
 	return out
-}
-
-// OnAnyOf reports whether a segment of the LV lies directly on one of the PVs named.
-func (lv LV) OnAnyOf(pvs []string) bool {
-	for _, s := range lv.Segments {
-		for _, d := range s.Devices {
-			if i := strings.LastIndexByte(d, '('); i >= 0 {
-				d = d[:i]
-			}
-			if slices.Contains(pvs, d) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // FullName returns "vg/lv".

@@ -234,20 +234,18 @@ func (m *NodeManager) planRepair(ctx context.Context, p *plan) error {
 	if p.vg == nil || p.failure != "" || p.in.Spec.RAIDConfig == nil {
 		return nil
 	}
-	refresh := refreshable(p.state, p.in.Name)
-	defer func() { p.repair.refresh = refresh }()
-	if p.vg.MissingPVs == 0 {
-		return nil
+	if p.vg.MissingPVs > 0 {
+		s, vg, err := m.stateAll(ctx, p.in.Name)
+		if err != nil {
+			return fmt.Errorf("plan VG %s: %w", p.in.Name, err)
+		}
+		p.repair = planRAIDRepair(s, vg, p.in.Spec.RAIDConfig, p.in.NodeName, len(p.add) > 0)
+		if wait := repairWait(p.in, time.Now()); wait != "" {
+			p.repair = raidRepair{problems: append(p.repair.problems, wait)}
+		}
+		p.problems = append(p.problems, p.repair.problems...)
 	}
-	s, vg, err := m.stateAll(ctx, p.in.Name)
-	if err != nil {
-		return fmt.Errorf("plan VG %s: %w", p.in.Name, err)
-	}
-	p.repair = planRAIDRepair(s, vg, p.in.Spec.RAIDConfig, p.in.NodeName, len(p.add) > 0)
-	if wait := repairWait(p.in, time.Now()); wait != "" {
-		p.repair = raidRepair{problems: append(p.repair.problems, wait)}
-	}
-	p.problems = append(p.problems, p.repair.problems...)
+	p.repair.refresh = refreshable(p.state, p.in.Name)
 	return nil
 }
 

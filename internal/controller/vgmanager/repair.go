@@ -56,19 +56,19 @@ func planRAIDRepair(s *lvm.State, vg lvm.VG, cfg *lvmv1alpha1.RAIDConfig, node s
 			free[pv.Name] = pv.Free
 		}
 	}
-	out.dropMissing = true
+	// Any LV left on a missing PV keeps it: a RAID image not yet repaired, or a volume that is not
+	// RAID (its data is lost; --removemissing would need --force, never used).
+	out.dropMissing = !slices.ContainsFunc(s.LVs, func(lv lvm.LV) bool {
+		return lv.VGName == vg.Name && lv.OnAnyOf(missing)
+	})
 	for _, lv := range s.LVs {
 		if lv.VGName != vg.Name || lv.Hidden || raidLevel(lv) == "" {
-			if lv.VGName == vg.Name && !isRAIDImage(s, vg.Name, lv) && lv.OnAnyOf(missing) {
-				out.dropMissing = false // a volume that is not RAID lost data: never dropped
-			}
 			continue
 		}
 		lost, kept := raidImages(s, lv, missing)
 		if len(lost) == 0 {
 			continue
 		}
-		out.dropMissing = false
 		if why := out.repairable(lv, lost, kept, free, joining); why != "" {
 			out.problems = append(out.problems, why+" (node "+node+")")
 			continue
@@ -143,16 +143,6 @@ func isImageOf(sub, lv string) bool {
 		}
 	}
 	return false
-}
-
-// isRAIDImage reports whether the hidden LV sub is an image or metadata sub-LV of a RAID LV of vg.
-func isRAIDImage(s *lvm.State, vg string, sub lvm.LV) bool {
-	if !sub.Hidden {
-		return false
-	}
-	return slices.ContainsFunc(s.LVs, func(lv lvm.LV) bool {
-		return lv.VGName == vg && !lv.Hidden && raidLevel(lv) != "" && isImageOf(sub.Name, lv.Name)
-	})
 }
 
 // refreshable lists the RAID LVs of vg that lvm2 says need a refresh: an image's disk failed and is
