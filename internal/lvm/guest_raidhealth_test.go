@@ -21,22 +21,8 @@ import (
 func TestGuestRAIDLegFails(t *testing.T) {
 	g := newGuest(t)
 	ctx := t.Context()
-	g.sh("modprobe", "-a", "dm-raid", "raid1")
 	disks := guestDisks(t, 2)
-	vg := g.vgOn("gleg", disks...)
-	if err := g.lvm.CreateLV(
-		ctx,
-		vg,
-		lvm.LVOptions{Name: "r1", Size: 32 * mib, RAID: lvm.RAID1, Mirrors: 1},
-	); err != nil {
-		t.Fatal(err)
-	}
-	// Cleanups run last registered first: this one before vgOn's, which cannot remove a VG missing a PV.
-	t.Cleanup(func() {
-		g.try("lvm", "lvremove", "-f", "-y", "gleg/r1")
-		g.try("lvm", "vgreduce", "--removemissing", "--force", "gleg")
-	})
-	lv := g.inSync("gleg", "r1")
+	lv := g.raid1("gleg", disks...)
 	if lv.SyncPercent != 100 || lv.HealthStatus != "" || g.vg("gleg").MissingPVs != 0 {
 		t.Fatalf("before the failure: sync %v%%, health %q, missing PVs %d", lv.SyncPercent, lv.HealthStatus,
 			g.vg("gleg").MissingPVs)
@@ -59,6 +45,21 @@ func TestGuestRAIDLegFails(t *testing.T) {
 	}
 }
 
+// raid1 makes VG vg on disks and in it raid1 LV r1 of 32 MiB with one mirror (lvm2 puts its images on
+// the first two disks), and returns r1 once in sync. Its cleanup, run before vgOn's, removes r1 and a
+// missing PV, which vgOn's cannot.
+func (g *guest) raid1(vg string, disks ...string) lvm.LV {
+	g.t.Helper()
+	g.sh("modprobe", "-a", "dm-raid", "raid1")
+	v := g.vgOn(vg, disks...)
+	g.must(g.lvm.CreateLV(g.t.Context(), v, lvm.LVOptions{Name: "r1", Size: 32 * mib, RAID: lvm.RAID1, Mirrors: 1}))
+	g.t.Cleanup(func() {
+		g.try("lvm", "lvremove", "-f", "-y", vg+"/r1")
+		g.try("lvm", "vgreduce", "--removemissing", "--force", vg)
+	})
+	return g.inSync(vg, "r1")
+}
+
 // inSync waits up to a minute for the RAID LV vg/name to be fully in sync and returns it as the report
 // last said.
 func (g *guest) inSync(vg, name string) lvm.LV {
@@ -77,21 +78,8 @@ func (g *guest) inSync(vg, name string) lvm.LV {
 func TestGuestRAIDRepair(t *testing.T) {
 	g := newGuest(t)
 	ctx := t.Context()
-	g.sh("modprobe", "-a", "dm-raid", "raid1")
 	disks := guestDisks(t, 3)
-	vg := g.vgOn("graid", disks...)
-	if err := g.lvm.CreateLV(
-		ctx,
-		vg,
-		lvm.LVOptions{Name: "r1", Size: 32 * mib, RAID: lvm.RAID1, Mirrors: 1},
-	); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		g.try("lvm", "lvremove", "-f", "-y", "graid/r1")
-		g.try("lvm", "vgreduce", "--removemissing", "--force", "graid")
-	})
-	g.inSync("graid", "r1")
+	g.raid1("graid", disks...)
 	// lvm2 places the two images on the first two disks (in order): fail the second.
 	g.sh("dd", "if=/dev/zero", "of="+disks[1], "bs=1M", "count=1", "oflag=direct")
 	if lv := g.lv("graid", "r1"); lv.HealthStatus != "partial" || g.vg("graid").MissingPVs != 1 {
@@ -140,7 +128,6 @@ func TestGuestRAIDRefresh(t *testing.T) {
 	h := exec.NewHost(exec.WithEnv("LVM_SYSTEM_DIR=" + dir))
 	g := &guest{t: t, host: h, lvm: lvm.New(h)}
 	ctx := t.Context()
-	g.sh("modprobe", "-a", "dm-raid", "raid1")
 	disks := guestDisks(t, 2)
 	var pvs, tables []string
 	for i, d := range disks {
@@ -152,9 +139,7 @@ func TestGuestRAIDRefresh(t *testing.T) {
 		pvs = append(pvs, "/dev/mapper/"+name)
 	}
 	g.sh("dmsetup", "mknodes")
-	vg := g.vgOn("grefresh", pvs...)
-	g.must(g.lvm.CreateLV(ctx, vg, lvm.LVOptions{Name: "r1", Size: 32 * mib, RAID: lvm.RAID1, Mirrors: 1}))
-	g.inSync("grefresh", "r1")
+	g.raid1("grefresh", pvs...)
 
 	sectors := strings.Fields(tables[1])[1]
 	swap := func(table string) {
